@@ -1,0 +1,275 @@
+"""The batched Stapeldammen engine: ``init`` and ``step`` over B games at once.
+
+One action is one plain move or one leap (RULES.md, action encoding): action
+``4 * sq + d`` moves the stack on square index ``sq`` in direction ``d``. A
+multi-leap capture is several actions of the same player; ``current_player``
+changes only when the capture is complete.
+
+Legal moves come from bitboards (``geometry``): for all games at once, a few
+shifts give the stacks that can step or leap in each direction. Games with a
+capture then go through the maximum-capture path search (``captures``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stapel_rl.env import fen as fen_text
+from stapel_rl.env.captures import max_capture_mask
+from stapel_rl.env.geometry import (
+    ACTION_BIT_COLUMN,
+    BACK_ROW,
+    JUMP,
+    NEIGHBOR,
+    NUM_ACTIONS,
+    NUM_DIRECTIONS,
+    SQUARE_MASK,
+    VALID,
+    unshift,
+)
+from stapel_rl.env.state import State, take
+from stapel_rl.env.variants import Variant, get_variant
+
+_ZERO = np.uint64(0)
+_ONE = np.uint64(1)
+_ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+def _bitboards(height: np.ndarray, colours: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+    """White- and Black-controlled bitboards ``uint64 [B]`` from the stacks."""
+    occupied = height > 0
+    top_black = (colours & _ONE).astype(bool)
+    white = np.bitwise_or.reduce(np.where(occupied & ~top_black, SQUARE_MASK, _ZERO), axis=1)
+    black = np.bitwise_or.reduce(np.where(occupied & top_black, SQUARE_MASK, _ZERO), axis=1)
+    return white.astype(np.uint64), black.astype(np.uint64)
+
+
+def _points(height: np.ndarray, colours: np.ndarray) -> np.ndarray:
+    """Variant II points ``int16 [B, 2]``: men in stacks a colour controls on the opponent's back row."""
+    points = np.empty((height.shape[0], 2), dtype=np.int16)
+    for colour, row in enumerate((BACK_ROW[1], BACK_ROW[0])):
+        h = height[:, row]
+        top = (colours[:, row] & _ONE).astype(np.int64)
+        points[:, colour] = np.where((h > 0) & (top == colour), h, 0).sum(axis=1)
+    return points
+
+
+def _masks_to_actions(boards: np.ndarray) -> np.ndarray:
+    """``uint64 [B, 4]`` per-direction bitboards of movable stacks to ``bool [B, 200]``."""
+    bits = np.unpackbits(np.ascontiguousarray(boards).view(np.uint8), axis=1, bitorder="little")
+    return bits[:, ACTION_BIT_COLUMN].view(bool)
+
+
+def _legal_actions(
+    height: np.ndarray,
+    colours: np.ndarray,
+    white: np.ndarray,
+    black: np.ndarray,
+    player: np.ndarray,
+    capturing: np.ndarray,
+    last_leapt: np.ndarray,
+) -> np.ndarray:
+    """``bool [B, 200]`` legal actions: captures (maximum rule) before plain moves."""
+    black_to_move = np.where(player == 1, _ALL, _ZERO)
+    own = np.where(player == 1, black, white)
+    opp = np.where(player == 1, white, black)
+    empty = VALID & ~(white | black)
+    in_capture = capturing >= 0
+    movers = np.where(in_capture, SQUARE_MASK[capturing], own)
+    leapable = opp & ~np.where(last_leapt >= 0, SQUARE_MASK[last_leapt], _ZERO)
+
+    boards = np.empty((height.shape[0], NUM_DIRECTIONS), dtype=np.uint64)
+    for d in range(NUM_DIRECTIONS):
+        boards[:, d] = movers & unshift(leapable & unshift(empty, d), d)
+    leap_sources = boards[:, 0] | boards[:, 1] | boards[:, 2] | boards[:, 3]
+    has_capture = leap_sources != _ZERO
+
+    steppers = np.where(has_capture, _ZERO, own)
+    for d in range(NUM_DIRECTIONS):
+        forward = black_to_move if d >= 2 else ~black_to_move
+        boards[:, d] = steppers & forward & unshift(empty, d)
+    mask = _masks_to_actions(boards)
+
+    games = np.flatnonzero(has_capture)
+    if games.size:
+        mask[games], _ = max_capture_mask(
+            height[games],
+            colours[games],
+            player[games],
+            leap_sources[games],
+            last_leapt[games],
+            opp[games],
+            empty[games],
+        )
+    return mask
+
+
+def _finish(state: State, ended_turn: np.ndarray) -> State:
+    """Recompute the mask, points, results and truncation after stones moved."""
+    s = state
+    s.legal_action_mask = _legal_actions(
+        s.height, s.colours, s.white, s.black, s.current_player, s.capturing, s.last_leapt
+    )
+    s.points = _points(s.height, s.colours)
+    over = s.terminated | s.truncated
+    no_move = ~s.legal_action_mask.any(axis=1) & ~over
+    s.terminated = s.terminated | no_move
+    s.truncated = s.truncated | (ended_turn & ~s.terminated & (s.ply >= s.variant.ply_cap))
+    if s.variant.points_decide:
+        white_score = np.sign(s.points[:, 0].astype(np.int64) - s.points[:, 1]).astype(np.float32)
+    else:
+        # The side to move has no move and loses.
+        white_score = np.where(s.current_player == 0, -1.0, 1.0).astype(np.float32)
+    white_score = np.where(no_move, white_score, np.float32(0))
+    s.rewards = np.stack([white_score, -white_score], axis=1).astype(np.float32)
+    s.legal_action_mask[s.terminated | s.truncated] = False
+    return s
+
+
+def from_arrays(height: np.ndarray, colours: np.ndarray, player: np.ndarray, variant: "Variant | str") -> State:
+    """A state from stacks ``height [B, 50]``, ``colours [B, 50]`` and side to move ``[B]``."""
+    variant = get_variant(variant)
+    height = np.ascontiguousarray(height, dtype=np.uint8)
+    colours = np.ascontiguousarray(colours, dtype=np.uint64)
+    b = height.shape[0]
+    white, black = _bitboards(height, colours)
+    state = State(
+        height=height,
+        colours=colours,
+        white=white,
+        black=black,
+        current_player=np.asarray(player, dtype=np.int8).reshape(b).copy(),
+        capturing=np.full(b, -1, dtype=np.int8),
+        last_leapt=np.full(b, -1, dtype=np.int8),
+        ply=np.zeros(b, dtype=np.int32),
+        last_action=np.full(b, -1, dtype=np.int16),
+        legal_action_mask=np.zeros((b, NUM_ACTIONS), dtype=bool),
+        terminated=np.zeros(b, dtype=bool),
+        truncated=np.zeros(b, dtype=bool),
+        rewards=np.zeros((b, 2), dtype=np.float32),
+        points=np.zeros((b, 2), dtype=np.int16),
+        variant=variant,
+    )
+    return _finish(state, ended_turn=np.zeros(b, dtype=bool))
+
+
+def from_fens(fens: "list[str] | str", variant: "Variant | str" = "I") -> State:
+    """A batch from position texts (RULES.md format); raises ``ValueError`` on malformed text."""
+    if isinstance(fens, str):
+        fens = [fens]
+    parsed = [fen_text.parse_fen(f) for f in fens]
+    height = np.array([p[0] for p in parsed], dtype=np.uint8).reshape(len(parsed), 50)
+    colours = np.array([p[1] for p in parsed], dtype=np.uint64).reshape(len(parsed), 50)
+    player = np.array([p[2] for p in parsed], dtype=np.int8)
+    return from_arrays(height, colours, player, variant)
+
+
+def to_fens(state: State) -> "list[str]":
+    """Position texts of all games; a game in the middle of a capture has none and raises."""
+    mid = np.flatnonzero(state.capturing >= 0)
+    if mid.size:
+        raise ValueError(
+            f"games {mid.tolist()} are in the middle of a multi-leap capture, which position text cannot express"
+        )
+    return [
+        fen_text.format_fen(h, c, p)
+        for h, c, p in zip(state.height.tolist(), state.colours.tolist(), state.current_player.tolist())
+    ]
+
+
+def init(variant: "Variant | str" = "I", batch_size: int = 1) -> State:
+    """``batch_size`` games at the start position of ``variant``."""
+    one = from_fens([get_variant(variant).setup], variant)
+    return take(one, np.zeros(int(batch_size), dtype=np.int64))
+
+
+def check_actions(state: State, actions: np.ndarray) -> None:
+    """Raise ``ValueError`` naming the games whose action is not legal (finished games excepted)."""
+    actions = np.asarray(actions)
+    if actions.shape != (state.batch_size,):
+        raise ValueError(f"expected {state.batch_size} actions, got shape {actions.shape}")
+    if not np.issubdtype(actions.dtype, np.integer):
+        raise ValueError(f"actions must be integers, got dtype {actions.dtype}")
+    live = ~state.done
+    in_range = (actions >= 0) & (actions < NUM_ACTIONS)
+    legal = np.zeros(state.batch_size, dtype=bool)
+    legal[in_range] = state.legal_action_mask[np.flatnonzero(in_range), actions[in_range]]
+    bad = np.flatnonzero(live & ~legal)
+    if bad.size:
+        shown = ", ".join(f"game {g}: action {int(actions[g])}" for g in bad[:10])
+        more = f" (and {bad.size - 10} more)" if bad.size > 10 else ""
+        raise ValueError(f"illegal action(s) in {bad.size} game(s): {shown}{more}")
+
+
+def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
+    """Play one action in every game and return the new state (the input is not changed).
+
+    Games that are already over ignore their action. With ``validate=False``
+    (a fast path for internal callers that draw actions from the mask) illegal
+    actions are not detected and corrupt the state.
+    """
+    actions = np.asarray(actions)
+    if validate:
+        check_actions(state, actions)
+    s = state.replace(
+        height=state.height.copy(),
+        colours=state.colours.copy(),
+        current_player=state.current_player.copy(),
+        ply=state.ply.copy(),
+        last_action=state.last_action.copy(),
+    )
+    live = ~state.done
+    g = np.flatnonzero(live) if not live.all() else np.arange(state.batch_size)
+    a = actions[g].astype(np.int64)
+    src, d = a >> 2, a & 3
+    near = NEIGHBOR[src, d]
+    is_leap = s.height[g, near] > 0
+    dst = np.where(is_leap, JUMP[src, d], near)
+
+    h_src = s.height[g, src]
+    c_src = s.colours[g, src]
+    lg, over = g[is_leap], near[is_leap]
+    captured = s.colours[lg, over] & _ONE
+    c_src[is_leap] |= captured << h_src[is_leap].astype(np.uint64)
+    s.colours[lg, over] >>= _ONE
+    s.height[lg, over] -= 1
+    s.height[g, src] = 0
+    s.colours[g, src] = 0
+    s.height[g, dst] = h_src + is_leap
+    s.colours[g, dst] = c_src
+
+    # Bitboards: the moving stack leaves src for dst; a leapt stack changes owner or vanishes.
+    player = s.current_player[g]
+    src_bit, dst_bit = SQUARE_MASK[src], SQUARE_MASK[dst]
+    over_bit = np.where(is_leap, SQUARE_MASK[near], _ZERO)
+    over_left = is_leap & (s.height[g, near] > 0)
+    over_black = (s.colours[g, near] & _ONE).astype(bool)
+    white = s.white[g] & ~(src_bit | over_bit)
+    black = s.black[g] & ~(src_bit | over_bit)
+    white |= np.where(player == 0, dst_bit, _ZERO) | np.where(over_left & ~over_black, over_bit, _ZERO)
+    black |= np.where(player == 1, dst_bit, _ZERO) | np.where(over_left & over_black, over_bit, _ZERO)
+    s.white = s.white.copy()
+    s.black = s.black.copy()
+    s.white[g], s.black[g] = white, black
+
+    # A leap continues while the capturer can leap again (it then must: it is
+    # on a maximum path); otherwise the turn passes.
+    opp = np.where(player == 1, white, black)
+    empty = VALID & ~(white | black)
+    leapable = opp & ~over_bit
+    again = np.zeros(g.size, dtype=bool)
+    for k in range(NUM_DIRECTIONS):
+        again |= (dst_bit & unshift(leapable & unshift(empty, k), k)) != _ZERO
+    again &= is_leap
+    s.capturing = s.capturing.copy()
+    s.last_leapt = s.last_leapt.copy()
+    s.capturing[g] = np.where(again, dst, -1)
+    s.last_leapt[g] = np.where(again, near, -1)
+    s.current_player[g] = np.where(again, player, 1 - player)
+    s.ply[g] += (~again).astype(np.int32)
+    s.last_action[g] = a
+    ended_turn = np.zeros(state.batch_size, dtype=bool)
+    ended_turn[g] = ~again
+    s.terminated = state.terminated.copy()
+    s.truncated = state.truncated.copy()
+    return _finish(s, ended_turn)
