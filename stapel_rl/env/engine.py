@@ -57,7 +57,8 @@ def _points(height: np.ndarray, colours: np.ndarray) -> np.ndarray:
 def _masks_to_actions(boards: np.ndarray) -> np.ndarray:
     """``uint64 [B, 4]`` per-direction bitboards of movable stacks to ``bool [B, 200]``."""
     bits = np.unpackbits(np.ascontiguousarray(boards).view(np.uint8), axis=1, bitorder="little")
-    return bits[:, ACTION_BIT_COLUMN].view(bool)
+    # np.take keeps the result C-contiguous (bits[:, cols] would not be).
+    return np.take(bits, ACTION_BIT_COLUMN, axis=1).view(bool)
 
 
 def _legal_actions(
