@@ -71,6 +71,12 @@ class State:
         """``bool [B]`` terminated or truncated."""
         return self.terminated | self.truncated
 
+    def __repr__(self) -> str:
+        return (
+            f"State(batch_size={self.batch_size}, variant={self.variant.name!r}, "
+            f"live={int((~self.done).sum())}, max_ply={int(self.ply.max(initial=0))})"
+        )
+
     def replace(self, **changes) -> "State":
         return dataclasses.replace(self, **changes)
 
