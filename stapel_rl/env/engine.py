@@ -12,6 +12,8 @@ capture then go through the maximum-capture path search (``captures``).
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from stapel_rl.env import fen as fen_text
@@ -27,7 +29,7 @@ from stapel_rl.env.geometry import (
     VALID,
     unshift,
 )
-from stapel_rl.env.state import State, take
+from stapel_rl.env.state import ARRAY_FIELDS, State, take
 from stapel_rl.env.variants import Variant, get_variant
 
 _ZERO = np.uint64(0)
@@ -178,10 +180,14 @@ def to_fens(state: State) -> "list[str]":
     ]
 
 
+@functools.lru_cache(maxsize=None)
+def _start(variant: Variant) -> State:
+    return from_fens([variant.setup], variant)
+
+
 def init(variant: "Variant | str" = "I", batch_size: int = 1) -> State:
     """``batch_size`` games at the start position of ``variant``."""
-    one = from_fens([get_variant(variant).setup], variant)
-    return take(one, np.zeros(int(batch_size), dtype=np.int64))
+    return take(_start(get_variant(variant)), np.zeros(int(batch_size), dtype=np.int64))
 
 
 def check_actions(state: State, actions: np.ndarray) -> None:
@@ -274,3 +280,17 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     s.terminated = state.terminated.copy()
     s.truncated = state.truncated.copy()
     return _finish(s, ended_turn)
+
+
+def reset_games(state: State, which: np.ndarray) -> State:
+    """``state`` with the games where ``which`` (``bool [B]``) is True set back to the start."""
+    which = np.asarray(which, dtype=bool)
+    if not which.any():
+        return state
+    start = _start(state.variant)
+    fields = {}
+    for name in ARRAY_FIELDS:
+        old = getattr(state, name)
+        cond = which.reshape((-1,) + (1,) * (old.ndim - 1))
+        fields[name] = np.where(cond, getattr(start, name), old)
+    return State(**fields, variant=state.variant)

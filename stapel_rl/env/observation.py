@@ -1,0 +1,118 @@
+"""Observation planes and canonical actions: every player sees the board as White does.
+
+The canonical view of the side to move is the board rotated 180 degrees with
+colours swapped when Black is to move (RULES.md), so one network plays both
+colours. ``encode`` turns a batch of states into float32 planes
+``[B, NUM_PLANES, 10, 10]``; ``PLANES`` names them. Board planes are 0 on
+light squares and vacant squares; the last five are constant planes.
+
+====  =====================  ==================================================
+idx   name                   value on a dark square (0 where empty)
+====  =====================  ==================================================
+0-3   own_at_depth_0..3      1 if the man at that depth (0 = top) is the side
+                             to move's; plane 0 marks the stacks it controls
+4-7   opp_at_depth_0..3      1 if the man at that depth is the opponent's
+8     height                 stack height / 20
+9     own_men                men of the side to move in the stack / 20
+10    opp_men                opponent men in the stack / 20
+11    capturing              1 on the stack making a multi-leap capture
+12    last_leapt             1 on the square it leapt last (may not leap next)
+13    own_points             (whole plane) side to move's Variant II points / 20
+14    opp_points             (whole plane) opponent's Variant II points / 20
+15    ply_progress           (whole plane) ply / ply cap
+16    variant_ii             (whole plane) 1 in Variant II, 0 in Variant I
+17    ones                   (whole plane) 1: lets convolutions find the edge
+====  =====================  ==================================================
+
+Canonical action ids rotate squares and directions: ``to_canonical_actions``
+and ``from_canonical_actions`` are each other's inverse (the rotation is an
+involution) and the identity when White is to move.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stapel_rl.env.geometry import COL, NUM_SQUARES, ROTATE_ACTION, ROTATE_SQUARE, ROW
+from stapel_rl.env.state import State
+
+DEPTHS = 4
+PLANES = (
+    [f"own_at_depth_{i}" for i in range(DEPTHS)]
+    + [f"opp_at_depth_{i}" for i in range(DEPTHS)]
+    + ["height", "own_men", "opp_men", "capturing", "last_leapt"]
+    + ["own_points", "opp_points", "ply_progress", "variant_ii", "ones"]
+)
+NUM_PLANES = len(PLANES)
+#: Flat cell (row * 10 + col) of each square index on the 10x10 grid.
+CELL = (ROW * 10 + COL).astype(np.int64)
+_SQUARES = np.arange(NUM_SQUARES)
+_BIT_DEPTH = np.arange(40, dtype=np.uint64)
+
+
+def canonical_squares(player: np.ndarray) -> np.ndarray:
+    """``int [B, 50]``: the board square shown at each canonical square index."""
+    return np.where(np.asarray(player)[:, None] == 1, ROTATE_SQUARE[None, :], _SQUARES[None, :])
+
+
+def to_canonical_actions(actions: np.ndarray, player: np.ndarray) -> np.ndarray:
+    """Board action ids ``[B]`` to the side to move's canonical ids."""
+    actions = np.asarray(actions)
+    return np.where(np.asarray(player) == 1, ROTATE_ACTION[actions], actions)
+
+
+def from_canonical_actions(actions: np.ndarray, player: np.ndarray) -> np.ndarray:
+    """Canonical action ids ``[B]`` back to board action ids."""
+    return to_canonical_actions(actions, player)
+
+
+def canonical_mask(state: State) -> np.ndarray:
+    """``bool [B, 200]`` legal-action mask in canonical action ids."""
+    mask = state.legal_action_mask
+    return np.where((state.current_player == 1)[:, None], mask[:, ROTATE_ACTION], mask)
+
+
+def encode(state: State) -> np.ndarray:
+    """Canonical observation planes ``float32 [B, NUM_PLANES, 10, 10]`` of the side to move."""
+    b = state.batch_size
+    player = state.current_player.astype(np.int64)
+    view = canonical_squares(player)
+    rows = np.arange(b)[:, None]
+    height = state.height[rows, view].astype(np.int64)  # [B, 50] in canonical order
+    colours = state.colours[rows, view]
+    # Bit i of colours is 1 for a Black man; flipping makes bit i = "own man" for the side to move.
+    flip = np.where(player == 1, np.uint64(0), ~np.uint64(0))[:, None]
+    in_stack = (np.uint64(1) << height.astype(np.uint64)) - np.uint64(1)
+    own = (colours ^ flip) & in_stack
+    opp = ~(colours ^ flip) & in_stack
+    own_men = np.bitwise_count(own)
+    depth_bits = _BIT_DEPTH[:DEPTHS]
+
+    planes = np.zeros((b, NUM_PLANES, NUM_SQUARES), dtype=np.float32)
+    planes[:, 0:DEPTHS] = ((own[:, None, :] >> depth_bits[None, :, None]) & np.uint64(1)).astype(np.float32)
+    planes[:, DEPTHS : 2 * DEPTHS] = ((opp[:, None, :] >> depth_bits[None, :, None]) & np.uint64(1)).astype(np.float32)
+    planes[:, 8] = height / 20.0
+    planes[:, 9] = own_men / 20.0
+    planes[:, 10] = (height - own_men) / 20.0
+    for plane, square in ((11, state.capturing), (12, state.last_leapt)):
+        square = square.astype(np.int64)
+        g = np.flatnonzero(square >= 0)
+        canonical = np.where(player[g] == 1, ROTATE_SQUARE[square[g]], square[g])
+        planes[g, plane, canonical] = 1.0
+
+    grid = np.zeros((b, NUM_PLANES, 100), dtype=np.float32)
+    grid[:, :, CELL] = planes
+    own_points = state.points[np.arange(b), player]
+    opp_points = state.points[np.arange(b), 1 - player]
+    scalars = np.stack(
+        [
+            own_points / 20.0,
+            opp_points / 20.0,
+            state.ply / float(state.variant.ply_cap),
+            np.full(b, float(state.variant.points_decide)),
+            np.ones(b),
+        ],
+        axis=1,
+    ).astype(np.float32)
+    grid[:, 13:18, :] = scalars[:, :, None]
+    return grid.reshape(b, NUM_PLANES, 10, 10)

@@ -1,0 +1,24 @@
+"""Uniformly random legal actions for a batch of masks (random play, baselines, benchmarks)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """One uniformly random legal action per row of ``mask`` (``bool [B, A]``); 0 where none is legal.
+
+    Exact: the flat indices of all legal entries are listed row by row
+    (``flatnonzero`` returns them sorted), each row's slice is found with
+    ``searchsorted``, and an offset into it is drawn with ``Generator.integers``.
+    It draws B random numbers instead of B * A, which makes it several times
+    faster than an argmax over masked random keys at large B.
+    """
+    b, n = mask.shape
+    flat = np.flatnonzero(mask)
+    if flat.size == 0:
+        return np.zeros(b, dtype=np.int64)
+    bounds = np.searchsorted(flat, np.arange(0, (b + 1) * n, n))
+    counts = bounds[1:] - bounds[:-1]
+    pick = np.minimum(bounds[:-1] + rng.integers(0, np.maximum(counts, 1)), flat.size - 1)
+    return np.where(counts > 0, flat[pick] - np.arange(b) * n, 0)

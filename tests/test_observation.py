@@ -1,0 +1,109 @@
+"""Observation planes and canonical action ids."""
+
+import numpy as np
+import pytest
+
+from stapel_rl.env import from_fens, init, step
+from stapel_rl.env.geometry import ROTATE_ACTION
+from stapel_rl.env.observation import (
+    CELL,
+    NUM_PLANES,
+    PLANES,
+    canonical_mask,
+    encode,
+    from_canonical_actions,
+    to_canonical_actions,
+)
+from stapel_rl.env.sampling import random_legal_actions
+
+
+def mirror(fen: str) -> str:
+    """The position with the board rotated 180 degrees, colours swapped and the other side to move."""
+    side, body = fen.split(":")
+    stacks = body.split(",")[::-1]
+    swap = str.maketrans("wb", "bw")
+    return {"W": "B", "B": "W"}[side] + ":" + ",".join(s.translate(swap) for s in stacks)
+
+
+def fen_of(side: str, stacks: "dict[int, str]") -> str:
+    return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
+
+
+# Black to move (stacks top first; lower case = the stack's men):
+#      a    b    c    d    e    f    g    h    i    j
+#  10       b                                              square 1
+#   6                            bw                        square 23
+#   5                      wbb                             square 28
+#   1  w                                                   square 46
+BLACK_TO_MOVE = fen_of("B", {1: "b", 23: "bw", 28: "wbb", 46: "w"})
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_black_view_equals_mirrored_white_view(variant):
+    black = from_fens([BLACK_TO_MOVE], variant)
+    white = from_fens([mirror(BLACK_TO_MOVE)], variant)
+    assert black.current_player[0] == 1 and white.current_player[0] == 0
+    np.testing.assert_array_equal(encode(black), encode(white))
+    np.testing.assert_array_equal(canonical_mask(black), white.legal_action_mask)
+
+
+def test_mirrored_views_along_random_games():
+    rng = np.random.default_rng(0)
+    state = init("II", 16)
+    checked = 0
+    for _ in range(120):
+        state = step(state, random_legal_actions(state.legal_action_mask, rng))
+        black = np.flatnonzero((state.current_player == 1) & (state.capturing < 0) & ~state.done)
+        if black.size:
+            from stapel_rl.env import take, to_fens
+
+            fens = to_fens(take(state, black))
+            mirrored = from_fens([mirror(f) for f in fens], "II")
+            mirrored = mirrored.replace(ply=state.ply[black].copy())
+            mine = take(state, black)
+            np.testing.assert_array_equal(encode(mine), encode(mirrored))
+            np.testing.assert_array_equal(canonical_mask(mine), mirrored.legal_action_mask)
+            checked += black.size
+    assert checked > 200
+
+
+def test_canonical_actions_round_trip():
+    actions = np.arange(200)
+    for player in (0, 1):
+        p = np.full(200, player)
+        canon = to_canonical_actions(actions, p)
+        np.testing.assert_array_equal(from_canonical_actions(canon, p), actions)
+    np.testing.assert_array_equal(to_canonical_actions(actions, np.zeros(200)), actions)
+    # Square n -> 51 - n and direction d -> 3 - d: action of 32-28 (square 32, up-left... up-right).
+    assert ROTATE_ACTION[4 * 31 + 1] == 4 * 18 + 2
+    assert sorted(set(ROTATE_ACTION)) == list(range(200))
+
+
+def test_planes_of_a_known_position():
+    # White to move. Square 28 holds wbb (White on top of two Black men), 1 holds b, 46 holds w.
+    fen = "W:b" + "," * 27 + "wbb" + "," * 18 + "w" + "," * 4
+    obs = encode(from_fens([fen], "I"))[0]
+    assert obs.shape == (NUM_PLANES, 10, 10) and len(PLANES) == NUM_PLANES
+    r, c = divmod(CELL[27], 10)
+    plane = {name: obs[i] for i, name in enumerate(PLANES)}
+    assert plane["own_at_depth_0"][r, c] == 1 and plane["opp_at_depth_0"][r, c] == 0
+    assert plane["opp_at_depth_1"][r, c] == 1 and plane["opp_at_depth_2"][r, c] == 1
+    assert plane["own_at_depth_3"][r, c] == 0 and plane["opp_at_depth_3"][r, c] == 0
+    assert plane["height"][r, c] == pytest.approx(3 / 20)
+    assert plane["own_men"][r, c] == pytest.approx(1 / 20)
+    assert plane["opp_men"][r, c] == pytest.approx(2 / 20)
+    assert plane["own_at_depth_0"].sum() == 2 and plane["opp_at_depth_0"].sum() == 1
+    assert (plane["ones"] == 1).all() and (plane["variant_ii"] == 0).all()
+
+
+def test_capture_planes_mark_the_capturing_stack():
+    # White 37 can leap 32 then 21... a two-leap capture: after the first leap the planes show it.
+    fen = "W:" + ",".join({37: "w", 32: "b", 22: "b"}.get(n, "") for n in range(1, 51))
+    s = from_fens([fen], "I")
+    s = step(s, np.flatnonzero(s.legal_action_mask[0])[:1])
+    assert s.capturing[0] == 27 and s.current_player[0] == 0
+    obs = encode(s)[0]
+    r, c = divmod(CELL[27], 10)
+    assert obs[PLANES.index("capturing"), r, c] == 1 and obs[PLANES.index("capturing")].sum() == 1
+    r, c = divmod(CELL[31], 10)
+    assert obs[PLANES.index("last_leapt"), r, c] == 1
