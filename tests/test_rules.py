@@ -128,12 +128,35 @@ def test_leapt_single_man_vacates_square_at_once():
 #   2      41      42      43      44      45
 # 32x23 (28 -> bw), x34 (29), x43 (39), x32 (38), x23 (28 again -> w): 5 men.
 # The other way round, 32x43x34x23x32, may not re-leap 28 at once: 4 men.
+# Second case, with 19, 9, 8, 18 Black as well:
+#        a   b   c   d   e   f   g   h   i   j
+#  10      01      02      03      04      05
+#   9  06      07      b       b       10
+#   8      11      12      13      14      15
+#   7  16      17      b       b       20
+#   6      21      22      23      24      25
+#   5  26      27      bbw     b       30
+#   4      31      w       33      34      35
+#   3  36      37      b       b       40
+#   2      41      42      43      44      45
 def test_same_stack_leapt_twice_with_capture_in_between():
     position = {32: "w", 28: "bbw", 29: "b", 39: "b", 38: "b"}
     assert moves("W", position) == ["32x23x34x43x32x23"]
     after = fen("B", {23: "wbbbbb", 28: "w"})
     assert apply_move(fen("W", position), "32x23x34x43x32x23") == after
     assert apply_move(fen("W", position), "32x23") == after  # "from x to" form
+    # Add a second diamond (19, 9, 8, 18) meeting the first at 23: 28 is
+    # leapt twice (before or after either diamond) and 9 men are taken; after
+    # its second leap 28 is White's and cannot be leapt a third time.
+    position |= {19: "b", 9: "b", 8: "b", 18: "b"}
+    expected = [
+        "32x23x34x43x32x23x14x3x12x23", "32x23x34x43x32x23x12x3x14x23",
+        "32x23x14x3x12x23x32x43x34x23", "32x23x12x3x14x23x32x43x34x23",
+        "32x23x14x3x12x23x34x43x32x23", "32x23x12x3x14x23x34x43x32x23",
+    ]
+    assert moves("W", position) == sorted(expected)
+    for move in expected:
+        assert apply_move(fen("W", position), move) == fen("B", {23: "w" + "b" * 9, 28: "w"})
 
 
 # Clause 5 (no immediate re-leap of the stack just leapt).

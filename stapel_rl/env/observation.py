@@ -76,10 +76,10 @@ def encode(state: State) -> np.ndarray:
     """Canonical observation planes ``float32 [B, NUM_PLANES, 10, 10]`` of the side to move."""
     b = state.batch_size
     player = state.current_player.astype(np.int64)
-    view = canonical_squares(player)
-    rows = np.arange(b)[:, None]
-    height = state.height[rows, view].astype(np.int64)  # [B, 50] in canonical order
-    colours = state.colours[rows, view]
+    # Rotating the board reverses the square order (sq -> 49 - sq).
+    black = (player == 1)[:, None]
+    height = np.where(black, state.height[:, ::-1], state.height).astype(np.int64)  # [B, 50] canonical
+    colours = np.where(black, state.colours[:, ::-1], state.colours)
     # Bit i of colours is 1 for a Black man; flipping makes bit i = "own man" for the side to move.
     flip = np.where(player == 1, np.uint64(0), ~np.uint64(0))[:, None]
     in_stack = (np.uint64(1) << height.astype(np.uint64)) - np.uint64(1)
@@ -89,8 +89,9 @@ def encode(state: State) -> np.ndarray:
     depth_bits = _BIT_DEPTH[:DEPTHS]
 
     planes = np.zeros((b, NUM_PLANES, NUM_SQUARES), dtype=np.float32)
-    planes[:, 0:DEPTHS] = ((own[:, None, :] >> depth_bits[None, :, None]) & np.uint64(1)).astype(np.float32)
-    planes[:, DEPTHS : 2 * DEPTHS] = ((opp[:, None, :] >> depth_bits[None, :, None]) & np.uint64(1)).astype(np.float32)
+    men = np.stack([own, opp], axis=1)[:, :, None, :]  # [B, 2, 1, 50]
+    depth_planes = (men >> depth_bits[None, None, :, None]) & np.uint64(1)  # [B, 2, DEPTHS, 50]
+    planes[:, : 2 * DEPTHS] = depth_planes.reshape(b, 2 * DEPTHS, NUM_SQUARES)
     planes[:, 8] = height / 20.0
     planes[:, 9] = own_men / 20.0
     planes[:, 10] = (height - own_men) / 20.0
@@ -100,8 +101,13 @@ def encode(state: State) -> np.ndarray:
         canonical = np.where(player[g] == 1, ROTATE_SQUARE[square[g]], square[g])
         planes[g, plane, canonical] = 1.0
 
-    grid = np.zeros((b, NUM_PLANES, 100), dtype=np.float32)
-    grid[:, :, CELL] = planes
+    # Dark squares of even rows sit on odd columns and vice versa: two strided
+    # copies put the 50 squares onto the 10x10 grid (square = 10 * row_pair + 5 * parity + k).
+    grid = np.zeros((b, NUM_PLANES, 5, 2, 5, 2), dtype=np.float32)
+    by_row = planes.reshape(b, NUM_PLANES, 5, 2, 5)
+    grid[:, :13, :, 0, :, 1] = by_row[:, :13, :, 0, :]
+    grid[:, :13, :, 1, :, 0] = by_row[:, :13, :, 1, :]
+    grid = grid.reshape(b, NUM_PLANES, 100)
     own_points = state.points[np.arange(b), player]
     opp_points = state.points[np.arange(b), 1 - player]
     scalars = np.stack(
