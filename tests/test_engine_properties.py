@@ -8,7 +8,7 @@ import pytest
 from stapel_rl.env import VARIANT_I, expand_full_moves, from_fens, init, step, take, to_fens
 from stapel_rl.env.geometry import NEIGHBOR
 
-from reference_rules import full_moves, points
+from reference_rules import COLS as COLS_OF, ROWS as ROWS_OF, full_moves, points
 
 
 def random_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -119,3 +119,54 @@ def test_finished_games_ignore_actions():
     after = step(state, np.array([199]))
     assert to_fens(after) == to_fens(state)
     assert after.ply[0] == state.ply[0] and (after.rewards == 0).all()
+
+
+def random_stacky_fen(rng: np.random.Generator) -> str:
+    """A random position with 20 men a side dealt into tall mixed stacks: many long captures."""
+    men = ["w"] * 20 + ["b"] * 20
+    rng.shuffle(men)
+    squares = rng.choice(50, size=int(rng.integers(8, 20)), replace=False)
+    cuts = np.sort(rng.choice(np.arange(1, 40), size=squares.size - 1, replace=False))
+    stacks = ["".join(part) for part in np.split(np.array(men), cuts)]
+    board = [""] * 50
+    for sq, stack in zip(squares, stacks):
+        board[sq] = stack
+    return "WB"[int(rng.integers(2))] + ":" + ",".join(board)
+
+
+def random_ring_fen(rng: np.random.Generator) -> str:
+    """Four tall stacks in a diamond with a White capturer on its rim: captures circle and leap stacks 3+ times."""
+    from reference_rules import _AT
+
+    while True:
+        r, c = int(rng.integers(0, 6)), int(rng.integers(2, 8))
+        rim = [(r + 4, c), (r + 2, c + 2), (r, c), (r + 2, c - 2)]
+        ring = [(r + 3, c + 1), (r + 1, c + 1), (r + 1, c - 1), (r + 3, c - 1)]
+        if all(p in _AT for p in rim + ring):
+            break
+    board = [""] * 50
+    black_left, white_left = 20, 19
+    for p in ring:
+        h = int(rng.integers(2, 6))
+        stack = "".join("b" if rng.random() < 0.8 else "w" for _ in range(h))
+        stack = "b" + stack[1:]
+        black_left -= stack.count("b")
+        white_left -= stack.count("w")
+        board[_AT[p] - 1] = stack
+    board[_AT[rim[int(rng.integers(4))]] - 1] = "w"
+    free = [i for i in range(50) if not board[i] and (ROWS_OF[i], COLS_OF[i]) not in rim]
+    for i, letter in zip(rng.permutation(free), ["w"] * max(white_left, 0) + ["b"] * max(black_left, 0)):
+        if rng.random() < 0.3:
+            board[i] = letter
+    return "W:" + ",".join(board)
+
+
+def test_engine_matches_oracle_on_random_stacky_positions():
+    rng = np.random.default_rng(7)
+    longest = 0
+    for i in range(600):
+        fen = random_stacky_fen(rng) if i % 2 else random_ring_fen(rng)
+        moves = expand_full_moves(from_fens([fen], "II"))
+        assert dict(zip(moves.texts(), to_fens(moves.state))) == full_moves(fen), fen
+        longest = max([longest] + [t.count("x") for t in moves.texts()])
+    assert longest >= 8  # the sample holds long multi-leap captures

@@ -20,6 +20,7 @@ import numpy as np
 from stapel_rl.env.geometry import JUMP, NEIGHBOR, NUM_ACTIONS, SQUARE_MASK, unpack_squares
 
 _ZERO = np.uint64(0)
+MAX_LEAPS = 20
 
 
 def max_capture_mask(
@@ -71,6 +72,8 @@ def max_capture_mask(
         if row.size == 0:
             break
         level += 1
+        if level > MAX_LEAPS:  # every leap takes one of at most 20 opponent men
+            raise RuntimeError(f"capture search passed {MAX_LEAPS} leaps: the engine is inconsistent")
         o = over[row, direction]
         t = land[row, direction]
         g = game[row]

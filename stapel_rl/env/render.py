@@ -23,7 +23,9 @@ does not say whether it was a plain move (to ``NEIGHBOR[sq, d]``) or a leap
 a capture under way means a leap; otherwise the candidate target that holds
 a stack of the mover (a leap target also has a captured man at the bottom) is
 the target; if both qualify, it is a plain move exactly when that move is
-legal in the position rebuilt by undoing it.
+legal in the position rebuilt by undoing it. A few positions can be reached
+both ways with the same action (e.g. 32-28 next to a ``wb`` stack on 23, or
+32x23 over ``bw`` on 28); those are shown as the plain move.
 """
 
 from __future__ import annotations
