@@ -6,7 +6,10 @@ Importing the package registers the Gymnasium environment
 
 import gymnasium as _gym
 
+from stapel_rl._malloc import tune_malloc as _tune_malloc
+
 __version__ = "0.1.0"
+_tune_malloc()
 
 if "stapel_rl/Stapeldammen-v0" not in _gym.registry:
     _gym.register(

@@ -230,12 +230,12 @@ def test_constructor_arguments_and_pickle():
     assert e.variant.name == "II" and e.variant.ply_cap == 50
     assert e.metadata["name"] == "stapeldammen_v0" and e.metadata["is_parallelizable"] is False
     e.reset()
-    assert e.render() is None  # no render mode
+    with pytest.warns(UserWarning, match="without specifying any render mode"):
+        assert e.render() is None
 
 
 @pytest.mark.parametrize("mode", ["ansi", "rgb_array"])
 def test_render(mode):
-    pytest.importorskip("stapel_rl.env.render")
     e = env(variant="I", render_mode=mode)
     e.reset()
     frame = e.render()

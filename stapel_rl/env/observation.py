@@ -47,7 +47,7 @@ NUM_PLANES = len(PLANES)
 #: Flat cell (row * 10 + col) of each square index on the 10x10 grid.
 CELL = (ROW * 10 + COL).astype(np.int64)
 _SQUARES = np.arange(NUM_SQUARES)
-_BIT_DEPTH = np.arange(40, dtype=np.uint64)
+_DEPTH_BITS = np.arange(DEPTHS, dtype=np.uint64)
 
 
 def canonical_squares(player: np.ndarray) -> np.ndarray:
@@ -69,7 +69,7 @@ def from_canonical_actions(actions: np.ndarray, player: np.ndarray) -> np.ndarra
 def canonical_mask(state: State) -> np.ndarray:
     """``bool [B, 200]`` legal-action mask in canonical action ids."""
     mask = state.legal_action_mask
-    return np.where((state.current_player == 1)[:, None], mask[:, ROTATE_ACTION], mask)
+    return np.where((state.current_player == 1)[:, None], np.take(mask, ROTATE_ACTION, axis=1), mask)
 
 
 def encode(state: State) -> np.ndarray:
@@ -86,11 +86,10 @@ def encode(state: State) -> np.ndarray:
     own = (colours ^ flip) & in_stack
     opp = ~(colours ^ flip) & in_stack
     own_men = np.bitwise_count(own)
-    depth_bits = _BIT_DEPTH[:DEPTHS]
 
     planes = np.zeros((b, NUM_PLANES, NUM_SQUARES), dtype=np.float32)
     men = np.stack([own, opp], axis=1)[:, :, None, :]  # [B, 2, 1, 50]
-    depth_planes = (men >> depth_bits[None, None, :, None]) & np.uint64(1)  # [B, 2, DEPTHS, 50]
+    depth_planes = (men >> _DEPTH_BITS[None, None, :, None]) & np.uint64(1)  # [B, 2, DEPTHS, 50]
     planes[:, : 2 * DEPTHS] = depth_planes.reshape(b, 2 * DEPTHS, NUM_SQUARES)
     planes[:, 8] = height / 20.0
     planes[:, 9] = own_men / 20.0
