@@ -27,6 +27,7 @@ from stapel_rl.env.geometry import (
     NUM_DIRECTIONS,
     SQUARE_MASK,
     VALID,
+    shift,
     unshift,
 )
 from stapel_rl.env.state import ARRAY_FIELDS, State, take
@@ -87,13 +88,28 @@ def _legal_actions(
     leap_sources = boards[:, 0] | boards[:, 1] | boards[:, 2] | boards[:, 3]
     has_capture = leap_sources != _ZERO
 
+    # Most captures are single leaps. A second leap needs an opponent stack next
+    # to the landing square with a vacant square beyond: without one for any
+    # first leap, the first leaps are the mask. (The start square, vacated, is
+    # two leaps away only back over the stack just leapt, which is forbidden;
+    # leapt squares never matter: landing squares keep the start square's row
+    # and column parity, leapt squares have the other.)
+    leap_from = np.zeros_like(leap_sources)
+    for d in range(NUM_DIRECTIONS):
+        leap_from |= unshift(opp & unshift(empty, d), d)
+    may_continue = np.zeros(height.shape[0], dtype=bool)
+    for d in range(NUM_DIRECTIONS):
+        may_continue |= (shift(shift(boards[:, d], d), d) & leap_from) != _ZERO
+
     steppers = np.where(has_capture, _ZERO, own)
+    long_capture = has_capture & (may_continue | in_capture)
     for d in range(NUM_DIRECTIONS):
         forward = black_to_move if d >= 2 else ~black_to_move
-        boards[:, d] = steppers & forward & unshift(empty, d)
+        plain = steppers & forward & unshift(empty, d)
+        boards[:, d] = np.where(long_capture, _ZERO, np.where(has_capture, boards[:, d], plain))
     mask = _masks_to_actions(boards)
 
-    games = np.flatnonzero(has_capture)
+    games = np.flatnonzero(long_capture)
     if games.size:
         mask[games], _ = max_capture_mask(
             height[games],
