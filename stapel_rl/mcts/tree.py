@@ -1,0 +1,150 @@
+"""Search trees for a batch of games as preallocated numpy arrays (mctx's layout).
+
+Node 0 of every game is its root; a node's children are created in the order
+the search expands them, so a child's index is always larger than its
+parent's. Values are stored from the view of the player to move at the node
+that owns them, which in Stapeldammen is not always the other player: a leap
+that continues a capture leaves the same player to move.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from stapel_rl.env.geometry import NUM_ACTIONS
+from stapel_rl.env.state import ARRAY_FIELDS, State
+
+
+@dataclasses.dataclass
+class Tree:
+    """B trees with room for N nodes each; A = 200 actions.
+
+    Attributes:
+        node_visits: ``int32 [B, N]`` visits of each node.
+        node_values: ``float32 [B, N]`` mean value of each node, from the view
+            of the player to move there.
+        raw_values: ``float32 [B, N]`` the evaluator's value (or the true result
+            at a terminal node) when the node was expanded, same view.
+        parents: ``int32 [B, N]`` parent node, -1 for the root and unused nodes.
+        action_from_parent: ``int32 [B, N]`` action leading to the node, -1 at the root.
+        children_index: ``int32 [B, N, A]`` child node of each action, -1 if not expanded.
+        children_prior: ``float32 [B, N, A]`` prior probabilities (0 on illegal actions).
+        children_visits: ``int32 [B, N, A]`` visits of each child.
+        children_values: ``float32 [B, N, A]`` mean value of each child from the
+            view of the player to move at the parent.
+        player: ``int8 [B, N]`` player to move at the node (0 White, 1 Black).
+        terminal: ``bool [B, N]`` the game is over at the node.
+        states: the engine state of every node, each field shaped ``[B, N, ...]``.
+        num_nodes: ``int32 [B]`` nodes in use (the next free index).
+    """
+
+    node_visits: np.ndarray
+    node_values: np.ndarray
+    raw_values: np.ndarray
+    parents: np.ndarray
+    action_from_parent: np.ndarray
+    children_index: np.ndarray
+    children_prior: np.ndarray
+    children_visits: np.ndarray
+    children_values: np.ndarray
+    player: np.ndarray
+    terminal: np.ndarray
+    states: State
+    num_nodes: np.ndarray
+
+    @property
+    def batch_size(self) -> int:
+        return int(self.node_visits.shape[0])
+
+    @property
+    def capacity(self) -> int:
+        return int(self.node_visits.shape[1])
+
+    @property
+    def legal(self) -> np.ndarray:
+        """``bool [B, N, A]`` legal actions of each node."""
+        return self.states.legal_action_mask
+
+
+PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal")
+PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
+
+
+def allocate(root: State, capacity: int) -> Tree:
+    """Empty trees of ``capacity`` nodes whose node 0 holds ``root`` (not yet expanded)."""
+    b, n = root.batch_size, int(capacity)
+    states = State(
+        **{f: np.zeros((b, n) + getattr(root, f).shape[1:], getattr(root, f).dtype) for f in ARRAY_FIELDS},
+        variant=root.variant,
+    )
+    tree = Tree(
+        node_visits=np.zeros((b, n), np.int32),
+        node_values=np.zeros((b, n), np.float32),
+        raw_values=np.zeros((b, n), np.float32),
+        parents=np.full((b, n), -1, np.int32),
+        action_from_parent=np.full((b, n), -1, np.int32),
+        children_index=np.full((b, n, NUM_ACTIONS), -1, np.int32),
+        children_prior=np.zeros((b, n, NUM_ACTIONS), np.float32),
+        children_visits=np.zeros((b, n, NUM_ACTIONS), np.int32),
+        children_values=np.zeros((b, n, NUM_ACTIONS), np.float32),
+        player=np.zeros((b, n), np.int8),
+        terminal=np.zeros((b, n), bool),
+        states=states,
+        num_nodes=np.ones(b, np.int32),
+    )
+    write_states(tree, np.arange(b), np.zeros(b, np.int64), root)
+    return tree
+
+
+def read_states(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> State:
+    """The engine states of nodes ``nodes`` of games ``games`` as one batch."""
+    return State(**{f: getattr(tree.states, f)[games, nodes] for f in ARRAY_FIELDS}, variant=tree.states.variant)
+
+
+def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State) -> None:
+    for f in ARRAY_FIELDS:
+        getattr(tree.states, f)[games, nodes] = getattr(states, f)
+    tree.player[games, nodes] = states.current_player
+    tree.terminal[games, nodes] = states.terminated | states.truncated
+
+
+def subtree(tree: Tree, actions: np.ndarray, roots: State, extra_nodes: int) -> "tuple[Tree, np.ndarray]":
+    """Trees rooted at the child of each root reached by ``actions`` (subtree reuse).
+
+    ``roots`` are the positions after ``actions`` (what the chosen children
+    hold). The new trees have room for ``extra_nodes`` more nodes than the
+    largest kept subtree. Returns them (the subtree's counts
+    and values kept) and ``bool [B]``: whether the chosen child existed. Where
+    it did not, the new tree is just the unexpanded root.
+    """
+    b = tree.batch_size
+    games = np.arange(b)
+    new_root = tree.children_index[games, 0, np.asarray(actions)]
+    reused = new_root >= 0
+    # Children have larger indices than parents: one pass in index order marks descendants.
+    keep = np.zeros((b, tree.capacity), bool)
+    keep[games[reused], new_root[reused]] = True
+    for node in range(1, tree.capacity):
+        parent = tree.parents[:, node]
+        keep[:, node] |= (parent >= 0) & keep[games, np.maximum(parent, 0)] & (node < tree.num_nodes)
+    count = keep.sum(axis=1)
+    capacity = int(max(count.max(), 1)) + int(extra_nodes)
+    new_index = np.where(keep, np.cumsum(keep, axis=1) - 1, -1).astype(np.int32)
+
+    out = allocate(roots, capacity)
+    g, old = np.nonzero(keep)
+    new = new_index[g, old]
+    for name in PER_NODE + PER_CHILD:
+        getattr(out, name)[g, new] = getattr(tree, name)[g, old]
+    for f in ARRAY_FIELDS:
+        getattr(out.states, f)[g, new] = getattr(tree.states, f)[g, old]
+    children = out.children_index[g, new]
+    out.children_index[g, new] = np.where(children >= 0, new_index[g[:, None], np.maximum(children, 0)], -1)
+    parents = out.parents[g, new]
+    out.parents[g, new] = np.where(parents >= 0, new_index[g, np.maximum(parents, 0)], -1)
+    out.parents[:, 0] = -1
+    out.action_from_parent[:, 0] = -1
+    out.num_nodes = np.maximum(count, 1).astype(np.int32)
+    return out, reused
