@@ -165,15 +165,18 @@ def search(
     config: SearchConfig,
     rng: np.random.Generator,
     tree: "Tree | None" = None,
+    buffer: "Tree | None" = None,
 ) -> SearchOutput:
     """Search every game of ``state`` (at a decision point) and choose an action.
 
-    ``tree`` continues from an earlier search's subtree (``reuse``); its root
-    must hold ``state``. Games already over get a meaningless action.
+    ``tree`` continues from an earlier search's subtree (see ``reuse``); its
+    root must hold ``state``. Otherwise a new tree is made, in ``buffer``'s
+    arrays if given (e.g. the previous search's tree). Games already over get
+    a meaningless action.
     """
     b = state.batch_size
     if tree is None:
-        tree = allocate(state, config.num_simulations + 1)
+        tree = allocate(state, config.num_simulations + 1, out=buffer)
     games = np.arange(b)
     roots = np.zeros(b, np.int64)
     fresh = np.flatnonzero(tree.node_visits[:, 0] == 0)

@@ -68,13 +68,29 @@ class Tree:
         return self.states.legal_action_mask
 
 
+_FILL = {
+    "node_visits": 0, "node_values": 0, "raw_values": 0, "parents": -1, "action_from_parent": -1,
+    "children_index": -1, "children_prior": 0, "children_visits": 0, "children_values": 0,
+    "player": 0, "terminal": False,
+}
 PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal")
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
 
 
-def allocate(root: State, capacity: int) -> Tree:
-    """Empty trees of ``capacity`` nodes whose node 0 holds ``root`` (not yet expanded)."""
+def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
+    """Empty trees of ``capacity`` nodes whose node 0 holds ``root`` (not yet expanded).
+
+    With ``out`` (a tree of the same batch size and at least that capacity) its
+    arrays are cleared and reused: the [B, N, A] arrays are tens of MB, and
+    fresh memory page-faults on first touch, which costs more than clearing.
+    """
     b, n = root.batch_size, int(capacity)
+    if out is not None and out.batch_size == b and out.capacity >= n and out.states.variant == root.variant:
+        for name, fill in _FILL.items():
+            getattr(out, name).fill(fill)
+        out.num_nodes.fill(1)
+        write_states(out, np.arange(b), np.zeros(b, np.int64), root)
+        return out
     states = State(
         **{f: np.zeros((b, n) + getattr(root, f).shape[1:], getattr(root, f).dtype) for f in ARRAY_FIELDS},
         variant=root.variant,
@@ -110,12 +126,15 @@ def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State
     tree.terminal[games, nodes] = states.terminated | states.truncated
 
 
-def subtree(tree: Tree, actions: np.ndarray, roots: State, extra_nodes: int) -> "tuple[Tree, np.ndarray]":
+def subtree(
+    tree: Tree, actions: np.ndarray, roots: State, extra_nodes: int, out: "Tree | None" = None
+) -> "tuple[Tree, np.ndarray]":
     """Trees rooted at the child of each root reached by ``actions`` (subtree reuse).
 
     ``roots`` are the positions after ``actions`` (what the chosen children
     hold). The new trees have room for ``extra_nodes`` more nodes than the
-    largest kept subtree. Returns them (the subtree's counts
+    largest kept subtree; ``out`` (not ``tree``) may lend its arrays as in
+    ``allocate``. Returns them (the subtree's counts
     and values kept) and ``bool [B]``: whether the chosen child existed. Where
     it did not, the new tree is just the unexpanded root.
     """
@@ -133,7 +152,7 @@ def subtree(tree: Tree, actions: np.ndarray, roots: State, extra_nodes: int) -> 
     capacity = int(max(count.max(), 1)) + int(extra_nodes)
     new_index = np.where(keep, np.cumsum(keep, axis=1) - 1, -1).astype(np.int32)
 
-    out = allocate(roots, capacity)
+    out = allocate(roots, capacity, out=out)
     g, old = np.nonzero(keep)
     new = new_index[g, old]
     for name in PER_NODE + PER_CHILD:
