@@ -127,29 +127,36 @@ def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State
 
 
 def subtree(
-    tree: Tree, actions: np.ndarray, roots: State, extra_nodes: int, out: "Tree | None" = None
+    tree: Tree,
+    actions: np.ndarray,
+    roots: State,
+    capacity: int,
+    room: int,
+    fresh: "np.ndarray | None" = None,
+    out: "Tree | None" = None,
 ) -> "tuple[Tree, np.ndarray]":
-    """Trees rooted at the child of each root reached by ``actions`` (subtree reuse).
+    """Trees of ``capacity`` nodes rooted at the child each root reached by ``actions`` (subtree reuse).
 
     ``roots`` are the positions after ``actions`` (what the chosen children
-    hold). The new trees have room for ``extra_nodes`` more nodes than the
-    largest kept subtree; ``out`` (not ``tree``) may lend its arrays as in
-    ``allocate``. Returns them (the subtree's counts
-    and values kept) and ``bool [B]``: whether the chosen child existed. Where
-    it did not, the new tree is just the unexpanded root.
+    hold). A game keeps its subtree only if the child was expanded, it is not
+    marked in ``fresh`` (``bool [B]``, e.g. a restarted game) and the subtree
+    leaves ``room`` free nodes; the others start from the unexpanded root.
+    ``out`` (not ``tree``) may lend its arrays as in ``allocate``. Returns the
+    trees and ``bool [B]``: which games kept their subtree.
     """
     b = tree.batch_size
     games = np.arange(b)
     new_root = tree.children_index[games, 0, np.asarray(actions)]
     reused = new_root >= 0
-    # Children have larger indices than parents: one pass in index order marks descendants.
+    if fresh is not None:
+        reused &= ~np.asarray(fresh, bool)
+    reused &= tree.node_visits[games, np.maximum(new_root, 0)] + room <= capacity  # visits >= subtree size
     keep = np.zeros((b, tree.capacity), bool)
     keep[games[reused], new_root[reused]] = True
     for node in range(1, tree.capacity):
         parent = tree.parents[:, node]
         keep[:, node] |= (parent >= 0) & keep[games, np.maximum(parent, 0)] & (node < tree.num_nodes)
     count = keep.sum(axis=1)
-    capacity = int(max(count.max(), 1)) + int(extra_nodes)
     new_index = np.where(keep, np.cumsum(keep, axis=1) - 1, -1).astype(np.int32)
 
     out = allocate(roots, capacity, out=out)

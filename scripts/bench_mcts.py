@@ -1,0 +1,93 @@
+"""Batched MCTS throughput, the network's speed, and how much of a search the network takes.
+
+1. Simulations/s with the uniform evaluator (rules only, no network) for
+   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel. Each search
+   runs from mid-game positions (20 random plies) and reuses the previous
+   search's tree arrays, as self-play does.
+2. Positions/s of a network preset alone (batch 512, ``NetworkEvaluator``).
+3. A search with that network: simulations/s and the share of the search's
+   wall time spent inside the network (evaluator time / search time).
+
+Usage: python scripts/bench_mcts.py [--model default] [--net-batch 512] [--net-sims 32] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+import torch
+
+from stapel_rl.env import State, concatenate, engine, take
+from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.mcts import SearchConfig, search
+from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
+
+
+def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
+    """``batch`` positions after about ``plies`` random actions: live, at the start of a turn."""
+    state, picked = engine.init("I", 2 * batch), []
+    for ply in range(plies + 1000):
+        if ply >= plies:
+            picked.append(take(state, np.flatnonzero(~state.done & (state.capturing < 0))))
+            if sum(p.batch_size for p in picked) >= batch:
+                break
+        state = engine.reset_games(engine.step(state, random_legal_actions(state.legal_action_mask, rng)), state.done)
+    return take(concatenate(picked), np.arange(batch))
+
+
+def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> float:
+    rng = np.random.default_rng(0)
+    out = search(state, evaluator, config, rng)  # warm-up; its arrays are reused below
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = search(state, evaluator, config, rng, buffer=out.tree)
+    return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--model", default="default", choices=sorted(PRESETS))
+    parser.add_argument("--net-batch", type=int, default=512, help="games searched at once with the network")
+    parser.add_argument("--net-sims", type=int, default=32, help="simulations per search with the network")
+    parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
+    args = parser.parse_args()
+    repeats = 1 if args.quick else 3
+    rng = np.random.default_rng(0)
+    print(f"MCTS benchmark | torch {torch.__version__}, {torch.get_num_threads()} threads | numpy {np.__version__}")
+
+    print("\n1. uniform evaluator (rules only), simulations/s")
+    print(f"{'algorithm':>9} {'B':>5} {'sims':>5} {'sims/s':>10}")
+    for algorithm in ("puct", "gumbel"):
+        for batch in (64, 512):
+            state = midgame(batch, 20, rng)
+            for sims in (32, 128):
+                rate = sims_per_second(state, UniformEvaluator(), SearchConfig(sims, algorithm), repeats)
+                print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}", flush=True)
+
+    print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
+    net = PolicyValueNet(PRESETS[args.model])
+    evaluator = NetworkEvaluator(net, device="cpu")
+    state = midgame(args.net_batch, 20, rng)
+    evaluator(state)
+    evaluator.reset_stats()
+    for _ in range(repeats * 3):
+        evaluator(state)
+    print(f"parameters {sum(p.numel() for p in net.parameters()):,}; positions/s {evaluator.positions_per_second:,.0f}")
+
+    print(f"\n3. search with network '{args.model}': B={args.net_batch}, {args.net_sims} simulations")
+    for algorithm in ("puct", "gumbel"):
+        config = SearchConfig(args.net_sims, algorithm)
+        out = search(state, evaluator, config, rng)
+        evaluator.reset_stats()
+        start = time.perf_counter()
+        for _ in range(repeats):
+            out = search(state, evaluator, config, rng, buffer=out.tree)
+        total = time.perf_counter() - start
+        rate = repeats * args.net_batch * args.net_sims / total
+        print(f"{algorithm:>9}: {rate:,.0f} simulations/s, {100 * evaluator.seconds / total:.0f}% of search time in the network")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,94 @@
+"""Agents: anything that picks an action for every game of a batch.
+
+An agent is called at every decision point, including between the leaps of a
+capture, and returns one board action id per game (ignored for finished
+games). Agents are named by short specs on the command line:
+
+    random                      uniformly random legal action
+    greedy                      the full move that leaves it controlling the most
+                                men (Variant II: most points first), ties random
+    mcts:PATH[:sims=64][:algorithm=puct|gumbel]   checkpoint + search, temperature 0
+    policy:PATH                 the checkpoint's raw policy, no search
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable, Protocol
+
+import numpy as np
+
+from stapel_rl.env import expand_full_moves
+from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env.state import State
+
+
+class Agent(Protocol):
+    name: str
+
+    def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray: ...
+
+
+@dataclasses.dataclass
+class RandomAgent:
+    name: str = "random"
+
+    def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
+        return random_legal_actions(state.legal_action_mask, rng)
+
+
+def controlled_men(state: State, player: np.ndarray) -> np.ndarray:
+    """``int [B]`` men in the stacks ``player`` controls (top man of that colour)."""
+    top_black = (state.colours & np.uint64(1)).astype(bool)
+    mine = (state.height > 0) & (top_black == (np.asarray(player)[:, None] == 1))
+    return np.where(mine, state.height, 0).sum(axis=1)
+
+
+@dataclasses.dataclass
+class GreedyAgent:
+    """One-ply greedy: maximise men controlled after the full move (Variant II: points first)."""
+
+    name: str = "greedy"
+
+    def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
+        actions = np.zeros(state.batch_size, np.int64)
+        live = np.flatnonzero(~state.done)
+        if not live.size:
+            return actions
+        from stapel_rl.env.state import take
+
+        moves = expand_full_moves(take(state, live))
+        mover = state.current_player[live][moves.parent]
+        score = controlled_men(moves.state, mover).astype(np.float64)
+        if state.variant.points_decide:
+            score += 100.0 * moves.state.points[np.arange(moves.parent.size), mover]
+        score += rng.random(score.shape) * 0.5  # random among ties (scores are integers)
+        best = np.full(live.size, -np.inf)
+        np.maximum.at(best, moves.parent, score)
+        chosen = np.flatnonzero(score == best[moves.parent])
+        actions[live[moves.parent[chosen]]] = moves.actions[chosen, 0]
+        return actions
+
+
+AgentFactory = Callable[[str, str], Agent]
+_FACTORIES: "dict[str, Callable[[list[str]], Agent]]" = {
+    "random": lambda args: RandomAgent(),
+    "greedy": lambda args: GreedyAgent(),
+}
+
+
+def register_agent(kind: str, factory: "Callable[[list[str]], Agent]") -> None:
+    """Make ``kind[:args...]`` specs build agents with ``factory(args)``."""
+    _FACTORIES[kind] = factory
+
+
+def make_agent(spec: str) -> Agent:
+    """An agent from a spec such as ``random``, ``greedy``, ``mcts:run/ckpt.pt:sims=64``."""
+    kind, *args = spec.split(":")
+    if kind not in _FACTORIES and kind in ("mcts", "policy"):
+        import stapel_rl.eval.network_agents  # noqa: F401  registers them (needs torch)
+    if kind not in _FACTORIES:
+        raise ValueError(f"unknown agent {spec!r}: expected one of {sorted(set(_FACTORIES) | {'mcts', 'policy'})}")
+    agent = _FACTORIES[kind](args)
+    agent.name = spec
+    return agent

@@ -1,0 +1,135 @@
+"""Replay buffer: a preallocated ring over the most recent self-play positions.
+
+Positions are kept as compact engine states (about 700 bytes each with the
+targets) and turned into observation planes only when sampled: encoding a
+training batch costs about a millisecond, storing the planes would cost ten
+times the memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import io
+
+import numpy as np
+
+from stapel_rl.env.geometry import NUM_ACTIONS, NUM_SQUARES
+from stapel_rl.env.observation import canonical_mask, encode
+from stapel_rl.env.state import State
+from stapel_rl.env.variants import Variant
+
+#: name -> (shape after the batch axis, dtype)
+FIELDS = {
+    "height": ((NUM_SQUARES,), np.uint8),
+    "colours": ((NUM_SQUARES,), np.uint64),
+    "current_player": ((), np.int8),
+    "capturing": ((), np.int8),
+    "last_leapt": ((), np.int8),
+    "ply": ((), np.int32),
+    "points": ((2,), np.int16),
+    "legal_action_mask": ((NUM_ACTIONS,), bool),
+    "policy": ((NUM_ACTIONS,), np.float32),  # search policy target over canonical actions
+    "value": ((), np.float32),  # final result from the view of the player to move
+    "points_diff": ((), np.float32),  # final Variant II points, player to move minus opponent
+}
+STATE_FIELDS = ("height", "colours", "current_player", "capturing", "last_leapt", "ply", "points", "legal_action_mask")
+
+
+@dataclasses.dataclass
+class Positions:
+    """A batch of training positions: ``arrays[name]`` shaped ``[P, ...]`` per ``FIELDS``."""
+
+    arrays: "dict[str, np.ndarray]"
+
+    def __len__(self) -> int:
+        return int(self.arrays["value"].shape[0])
+
+    @staticmethod
+    def concatenate(parts: "list[Positions]") -> "Positions":
+        return Positions({k: np.concatenate([p.arrays[k] for p in parts]) for k in FIELDS})
+
+
+@dataclasses.dataclass
+class TrainingBatch:
+    """Attributes (all numpy):
+    obs: ``float32 [N, C, 10, 10]`` canonical planes.
+    mask: ``bool [N, 200]`` legal canonical actions.
+    policy: ``float32 [N, 200]`` search policy target (canonical).
+    value: ``float32 [N]`` final result, player to move's view.
+    points_diff: ``float32 [N]`` final points difference, player to move's view.
+    """
+
+    obs: np.ndarray
+    mask: np.ndarray
+    policy: np.ndarray
+    value: np.ndarray
+    points_diff: np.ndarray
+
+
+class ReplayBuffer:
+    """Ring buffer of ``capacity`` positions with uniform sampling."""
+
+    def __init__(self, capacity: int, variant: Variant):
+        self.capacity = int(capacity)
+        self.variant = variant
+        self.arrays = {k: np.zeros((self.capacity,) + shape, dtype) for k, (shape, dtype) in FIELDS.items()}
+        self.size = 0
+        self.cursor = 0
+        self.added = 0  # positions ever added
+
+    def __len__(self) -> int:
+        return self.size
+
+    def add(self, positions: Positions) -> None:
+        n = len(positions)
+        if n > self.capacity:  # only the newest fit
+            positions = Positions({k: v[-self.capacity :] for k, v in positions.arrays.items()})
+            self.added += n - self.capacity
+            n = self.capacity
+        index = (self.cursor + np.arange(n)) % self.capacity
+        for k, v in positions.arrays.items():
+            self.arrays[k][index] = v
+        self.cursor = int((self.cursor + n) % self.capacity)
+        self.size = min(self.size + n, self.capacity)
+        self.added += n
+
+    def sample(self, batch_size: int, rng: np.random.Generator) -> TrainingBatch:
+        if self.size == 0:
+            raise ValueError("cannot sample from an empty replay buffer")
+        index = rng.integers(0, self.size, size=batch_size)
+        state = self.states(index)
+        return TrainingBatch(
+            obs=encode(state),
+            mask=canonical_mask(state),
+            policy=self.arrays["policy"][index],
+            value=self.arrays["value"][index],
+            points_diff=self.arrays["points_diff"][index],
+        )
+
+    def states(self, index: np.ndarray) -> State:
+        """The stored positions ``index`` as engine states (enough to encode them)."""
+        fields = {k: self.arrays[k][index] for k in STATE_FIELDS}
+        n = len(index)
+        return State(
+            **fields,
+            white=np.zeros(n, np.uint64),
+            black=np.zeros(n, np.uint64),
+            last_action=np.full(n, -1, np.int16),
+            terminated=np.zeros(n, bool),
+            truncated=np.zeros(n, bool),
+            rewards=np.zeros((n, 2), np.float32),
+            variant=self.variant,
+        )
+
+    def to_bytes(self) -> bytes:
+        """The filled part of the buffer, in order of age, as an ``.npz`` blob."""
+        order = (self.cursor - self.size + np.arange(self.size)) % self.capacity
+        blob = io.BytesIO()
+        np.savez(blob, added=np.array(self.added), **{k: v[order] for k, v in self.arrays.items()})
+        return blob.getvalue()
+
+    def load_bytes(self, data: bytes) -> None:
+        with np.load(io.BytesIO(data)) as saved:
+            self.size, self.cursor, self.added = 0, 0, 0
+            self.add(Positions({k: saved[k] for k in FIELDS}))
+            self.added = int(saved["added"])

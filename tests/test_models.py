@@ -1,0 +1,244 @@
+"""The policy-value network, the masked softmax and the network evaluator."""
+
+import numpy as np
+import pytest
+import torch
+
+from stapel_rl.env import concatenate, init, step, take
+from stapel_rl.env.geometry import NUM_ACTIONS, ROTATE_ACTION
+from stapel_rl.env.observation import NUM_PLANES, canonical_mask, encode, from_canonical_actions
+from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.models import (
+    PRESETS,
+    Evaluation,
+    NetworkConfig,
+    NetworkEvaluator,
+    PolicyValueNet,
+    masked_log_softmax,
+    masked_softmax,
+)
+
+TINY = PRESETS["tiny"]
+TINY_POINTS = NetworkConfig(**{**TINY.__dict__, "points_head": True})
+
+
+def random_states(batch: int, seed: int = 0, variant: str = "II"):
+    """``batch`` games after 0, 1, 2, ... random plies: both sides to move, captures under way."""
+    rng = np.random.default_rng(seed)
+    state = init(variant, 1)
+    states = []
+    while len(states) < batch:
+        if state.done[0]:
+            state = init(variant, 1)
+        states.append(state)
+        state = step(state, random_legal_actions(state.legal_action_mask, rng))
+    return concatenate(states)
+
+
+def trained_bn_net(config: NetworkConfig, seed: int = 0) -> PolicyValueNet:
+    """A net whose BN running statistics are no longer the identity, so eval vs train mode matters."""
+    torch.manual_seed(seed)
+    net = PolicyValueNet(config)
+    net.train()
+    with torch.no_grad():
+        for _ in range(3):
+            net(torch.from_numpy(encode(random_states(16, seed))) * 3.0 + 0.5)
+    return net
+
+
+# --- network ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("config", [TINY, TINY_POINTS])
+def test_forward_shapes_and_points_head(config):
+    net = PolicyValueNet(config)
+    logits, value, points = net(torch.randn(5, NUM_PLANES, 10, 10))
+    assert logits.shape == (5, NUM_ACTIONS)
+    assert value.shape == (5,)
+    if config.points_head:
+        assert points is not None and points.shape == (5,)
+    else:
+        assert points is None and net.points_head is None
+
+
+def test_presets_build_and_run():
+    assert {"tiny", "small", "default"} <= PRESETS.keys()
+    for name in PRESETS:
+        net = PolicyValueNet(name).eval()
+        logits, value, _ = net(torch.zeros(2, NUM_PLANES, 10, 10))
+        assert logits.shape == (2, NUM_ACTIONS) and value.shape == (2,)
+        assert net.num_parameters() > 0
+
+
+def test_value_in_range_even_for_extreme_inputs():
+    net = trained_bn_net(TINY_POINTS).eval()
+    obs = torch.randn(8, NUM_PLANES, 10, 10) * 1e3
+    _, value, points = net(obs)
+    assert torch.all(value.abs() <= 1.0)
+    assert torch.isfinite(points).all()  # unbounded, but finite
+
+
+# --- masked softmax --------------------------------------------------------------------
+
+
+def test_masked_softmax_matches_softmax_on_legal_entries():
+    torch.manual_seed(0)
+    logits = torch.randn(6, NUM_ACTIONS)
+    mask = torch.rand(6, NUM_ACTIONS) < 0.3
+    mask[:, 0] = True
+    probs = masked_softmax(logits, mask)
+    expected = torch.softmax(logits.masked_fill(~mask, -torch.inf), dim=-1)
+    torch.testing.assert_close(probs, expected)
+    assert torch.all(probs[~mask] == 0)
+    log_probs = masked_log_softmax(logits, mask)
+    torch.testing.assert_close(log_probs[mask], expected.log()[mask])
+
+
+def test_masked_softmax_never_nan():
+    inf = torch.inf
+    logits = torch.tensor(
+        [
+            [1.0, 2.0, 3.0, 4.0],  # all illegal
+            [1e30, -1e30, 3e38, 5.0],  # huge values
+            [-inf, -inf, 0.0, -inf],  # -inf, including on a legal entry
+            [-inf, -inf, -inf, -inf],  # every legal logit -inf
+            [inf, 1.0, inf, -inf],  # +inf
+            [-3e38, -3e38, 7.0, 7.0],  # huge negative on legal entries
+        ]
+    )
+    mask = torch.tensor(
+        [
+            [False, False, False, False],
+            [True, True, False, True],
+            [True, False, True, False],
+            [True, True, False, False],
+            [True, True, True, False],
+            [True, False, True, False],
+        ]
+    )
+    probs = masked_softmax(logits, mask)
+    log_probs = masked_log_softmax(logits, mask)
+    assert not torch.isnan(probs).any() and not torch.isnan(log_probs).any()
+    assert not torch.isinf(log_probs).any()
+    assert torch.all(probs[~mask] == 0)
+    assert torch.all(probs[0] == 0)
+    torch.testing.assert_close(probs[1:].sum(-1), torch.ones(5))
+    assert probs[1, 0] == 1.0  # 1e30 dominates; 3e38 is illegal
+    assert probs[2].tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert probs[3].tolist() == [0.5, 0.5, 0.0, 0.0]
+    assert probs[4].tolist() == [0.5, 0.0, 0.5, 0.0]
+    assert probs[5].tolist() == [0.0, 0.0, 1.0, 0.0]
+
+
+def test_masked_log_softmax_cross_entropy_and_gradient_are_finite():
+    # The usual policy loss -(target * log_probs).sum() must not be NaN at zero targets.
+    logits = torch.tensor([[0.5, -torch.inf, 2.0, 1e30], [1.0, 2.0, 3.0, 4.0]], requires_grad=True)
+    mask = torch.tensor([[True, True, True, False], [False, False, False, False]])
+    target = torch.tensor([[0.25, 0.0, 0.75, 0.0], [0.0, 0.0, 0.0, 0.0]])
+    loss = -(target * masked_log_softmax(logits, mask)).sum()
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert torch.isfinite(logits.grad).all()
+    assert torch.all(logits.grad[~mask] == 0)
+
+
+# --- evaluator -------------------------------------------------------------------------
+
+
+class FixedPolicy(PolicyValueNet):
+    """The tiny net with its forward replaced: row i's canonical logits are ``canonical_logits[i]``."""
+
+    def __init__(self, canonical_logits: torch.Tensor) -> None:
+        super().__init__(TINY)
+        self.canonical_logits = canonical_logits
+
+    def forward(self, obs):
+        b = obs.shape[0]
+        return self.canonical_logits[:b].clone(), torch.zeros(b), None
+
+
+def test_evaluator_maps_canonical_ids_to_board_ids():
+    state = random_states(12, seed=1)
+    black = state.current_player == 1
+    assert black.any() and (~black).any()
+    # Canonical logit c equals c: the board logits then spell out the permutation.
+    ramp = torch.arange(NUM_ACTIONS, dtype=torch.float32).repeat(12, 1)
+    logits = NetworkEvaluator(FixedPolicy(ramp), device="cpu")(state).logits
+    np.testing.assert_array_equal(logits[black], np.tile(ROTATE_ACTION, (black.sum(), 1)))
+    np.testing.assert_array_equal(logits[~black], np.tile(np.arange(NUM_ACTIONS), ((~black).sum(), 1)))
+
+
+def test_evaluator_one_hot_on_a_legal_canonical_id_picks_that_legal_board_action():
+    state = random_states(12, seed=2)
+    state = take(state, ~state.done)
+    rng = np.random.default_rng(0)
+    canonical_choice = random_legal_actions(canonical_mask(state), rng)
+    one_hot = torch.nn.functional.one_hot(torch.from_numpy(canonical_choice), NUM_ACTIONS).float() * 10.0
+    evaluation = NetworkEvaluator(FixedPolicy(one_hot), device="cpu")(state)
+    board_logits = np.where(state.legal_action_mask, evaluation.logits, -np.inf)
+    chosen = board_logits.argmax(axis=1)
+    assert state.legal_action_mask[np.arange(len(chosen)), chosen].all()
+    np.testing.assert_array_equal(chosen, from_canonical_actions(canonical_choice, state.current_player))
+    black = state.current_player == 1
+    np.testing.assert_array_equal(chosen[black], ROTATE_ACTION[canonical_choice[black]])
+
+
+@pytest.mark.parametrize("config", [TINY, TINY_POINTS])
+def test_evaluator_chunking_matches_one_batch(config):
+    state = random_states(23, seed=3)
+    net = trained_bn_net(config)
+    whole = NetworkEvaluator(net, device="cpu", max_batch=1024)(state)
+    chunked = NetworkEvaluator(net, device="cpu", max_batch=5)(state)
+    assert isinstance(whole, Evaluation)
+    assert whole.logits.dtype == np.float32 and whole.value.dtype == np.float32
+    assert whole.logits.shape == (23, NUM_ACTIONS) and whole.value.shape == (23,)
+    np.testing.assert_allclose(chunked.logits, whole.logits, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(chunked.value, whole.value, rtol=1e-5, atol=1e-6)
+    if config.points_head:
+        assert whole.points.shape == (23,) and whole.points.dtype == np.float32
+        np.testing.assert_allclose(chunked.points, whole.points, rtol=1e-5, atol=1e-5)
+    else:
+        assert whole.points is None and chunked.points is None
+
+
+def test_evaluator_runs_in_eval_mode_and_restores_mode():
+    net = trained_bn_net(TINY_POINTS)
+    assert net.training
+    before = {k: v.clone() for k, v in net.state_dict().items()}
+    evaluator = NetworkEvaluator(net, device="cpu")
+    state = random_states(9, seed=4)
+    evaluation = evaluator(state)
+    assert net.training  # the caller's mode is restored
+    for k, v in net.state_dict().items():
+        assert torch.equal(v, before[k]), k  # running stats untouched
+    # Eval mode: each position's output does not depend on the rest of the batch.
+    single = evaluator(take(state, np.array([4])))
+    np.testing.assert_allclose(single.value, evaluation.value[4:5], rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(single.logits, evaluation.logits[4:5], rtol=1e-5, atol=1e-5)
+
+
+def test_evaluator_counts_positions_and_time():
+    evaluator = NetworkEvaluator(PolicyValueNet(TINY), device="cpu", max_batch=4)
+    assert evaluator.positions == 0 and evaluator.positions_per_second == 0.0
+    evaluator(random_states(10))
+    assert evaluator.positions == 10 and evaluator.seconds > 0
+    first = evaluator.seconds
+    evaluator(init("I", 3))
+    assert evaluator.positions == 13 and evaluator.seconds > first
+    assert evaluator.positions_per_second == pytest.approx(13 / evaluator.seconds)
+    evaluator.reset_stats()
+    assert evaluator.positions == 0 and evaluator.seconds == 0.0
+
+
+def test_evaluator_empty_batch():
+    state = take(init("II", 2), np.zeros(0, dtype=np.int64))
+    evaluation = NetworkEvaluator(PolicyValueNet(TINY_POINTS), device="cpu")(state)
+    assert evaluation.logits.shape == (0, NUM_ACTIONS)
+    assert evaluation.value.shape == (0,) and evaluation.points.shape == (0,)
+
+
+def test_evaluator_auto_device_and_bad_max_batch():
+    evaluator = NetworkEvaluator(PolicyValueNet(TINY), device="auto")
+    assert evaluator.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
+    with pytest.raises(ValueError):
+        NetworkEvaluator(PolicyValueNet(TINY), max_batch=0)
