@@ -1,0 +1,3 @@
+from stapel_rl.train.app import main
+
+main()

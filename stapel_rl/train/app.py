@@ -1,0 +1,187 @@
+"""stapel-train: AlphaZero-style self-play training, read top to bottom.
+
+    stapel-train                                   # Variant I, default config
+    stapel-train variant=II mcts=gumbel model=small train.hours=2
+    stapel-train -m mcts=puct,gumbel               # a sweep
+    stapel-train hydra.run.dir=runs/a              # run again in the same dir: it resumes
+
+Each iteration: self-play until enough new positions, train on the replay
+buffer, log to TensorBoard, evaluate against random and greedy now and then,
+write a checkpoint (atomically; the newest ``keep_checkpoints`` stay).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import pathlib
+import time
+
+import hydra
+import numpy as np
+import torch
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig, OmegaConf
+from tqdm import tqdm
+
+from stapel_rl.env import get_variant
+from stapel_rl.eval.agents import GreedyAgent, RandomAgent
+from stapel_rl.eval.arena import play_match
+from stapel_rl.eval.network_agents import MCTSAgent
+from stapel_rl.eval.pdn import write_game
+from stapel_rl.mcts import SearchConfig
+from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
+from stapel_rl.train import checkpoint
+from stapel_rl.train.config import register
+from stapel_rl.train.replay import ReplayBuffer
+from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
+from stapel_rl.train.trainer import OptimConfig, Trainer, mean_metrics
+
+register()
+#: The repository's configs/ (the package is installed editable from its checkout).
+CONFIG_DIR = str(pathlib.Path(__file__).resolve().parents[2] / "configs")
+
+
+def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> SearchConfig:
+    m = cfg.mcts
+    return SearchConfig(
+        num_simulations=num_simulations or m.num_simulations, algorithm=m.algorithm, c_puct=m.c_puct,
+        dirichlet_alpha=m.dirichlet_alpha, dirichlet_fraction=m.dirichlet_fraction,
+        max_considered=m.max_considered, c_visit=m.c_visit, c_scale=m.c_scale,
+    )
+
+
+def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
+    """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path."""
+    t = cfg.train
+    if t.threads:
+        torch.set_num_threads(t.threads)
+    torch.manual_seed(cfg.seed)
+    rng = np.random.default_rng(cfg.seed)
+    variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
+    device = torch.device("cuda" if cfg.device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if cfg.device == "auto" else cfg.device))
+
+    # --- the network, its optimizer and the replay buffer ---------------------------------
+    model_config = NetworkConfig(**OmegaConf.to_container(cfg.model))
+    net = PolicyValueNet(model_config).to(device)
+    trainer = Trainer(net, OptimConfig(lr=t.lr, weight_decay=t.weight_decay, warmup_steps=t.warmup_steps,
+                                       lr_schedule=t.lr_schedule, total_steps=t.total_steps,
+                                       points_weight=t.points_weight), device)
+    # Self-play runs a copy on the CPU in inference layout; it gets fresh weights every iteration.
+    actor = PolicyValueNet(model_config)
+    evaluator = NetworkEvaluator(actor, device="cpu")
+    buffer = ReplayBuffer(t.replay_capacity, variant)
+    counters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
+
+    # --- resume from the newest checkpoint of this run (or cfg.resume) ----------------------
+    ckpt_dir = out_dir / "checkpoints"
+    resume = cfg.resume or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]
+    if resume:
+        state = checkpoint.load(resume)
+        net.load_state_dict(state["model"])
+        trainer.load_state_dict(state["trainer"])
+        buffer.load_bytes(state["replay"])
+        counters = state["counters"]
+        rng.bit_generator.state = state["numpy_rng"]
+        torch.set_rng_state(state["torch_rng"])
+        tqdm.write(f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
+                   f"{len(buffer)} positions in the replay buffer")
+    evaluator.net.load_state_dict(net.state_dict())
+    selfplay = SelfPlay(variant, evaluator, search_config(cfg), SelfPlayConfig(
+        num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
+        fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
+        reuse_tree=cfg.mcts.reuse_tree), rng)
+
+    from torch.utils.tensorboard import SummaryWriter
+
+    writer = SummaryWriter(str(out_dir / "tb"), purge_step=counters["iteration"] or None)
+    if counters["iteration"] == 0:
+        writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {checkpoint.code_version()}")
+    budget = t.hours * 3600.0
+    bar = tqdm(total=round(budget) if budget else (t.iterations or None), initial=0, unit="s" if budget else "it",
+               desc=f"Variant {variant.name}", dynamic_ncols=True)
+    bar.update(round(counters["seconds"]) if budget else counters["iteration"])
+    path = None
+
+    # --- the loop ----------------------------------------------------------------------------
+    while True:
+        if (budget and counters["seconds"] >= budget) or (t.iterations and counters["iteration"] >= t.iterations):
+            break
+        start = time.perf_counter()
+        it = counters["iteration"] + 1
+
+        # 1. self-play with the latest weights
+        evaluator.reset_stats()
+        positions = selfplay.play(t.positions_per_iteration)
+        buffer.add(positions)
+        games = selfplay.take_finished_games()
+        selfplay_seconds = time.perf_counter() - start
+        counters["positions"] += len(positions)
+        counters["games"] += len(games)
+
+        # 2. train on the replay buffer
+        train_start = time.perf_counter()
+        history = []
+        if len(buffer) >= t.min_replay:
+            for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
+                history.append(trainer.step(buffer.sample(t.batch_size, rng)))
+        train_seconds = time.perf_counter() - train_start
+        evaluator.net.load_state_dict(net.state_dict())
+
+        # 3. log
+        scalars = mean_metrics(history) if history else {}
+        scalars.update({
+            "selfplay/positions_per_s": len(positions) / selfplay_seconds,
+            "selfplay/network_share": evaluator.seconds / selfplay_seconds,
+            "selfplay/game_length": float(np.mean([g.plies for g in games])) if games else 0.0,
+            "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
+            "train/steps_per_s": len(history) / train_seconds if history else 0.0,
+            "train/replay_size": len(buffer),
+        })
+        if t.eval_every and it % t.eval_every == 0:
+            agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))
+            for name, opponent in (("random", RandomAgent()), ("greedy", GreedyAgent())):
+                result = play_match(agent, opponent, variant, t.eval_games, rng)
+                scalars[f"eval/score_vs_{name}"] = result.score
+        for key, value in scalars.items():
+            writer.add_scalar(key, value, it)
+        if t.image_every and it % t.image_every == 0:
+            from stapel_rl.env.render import rgb_array
+
+            writer.add_image("selfplay/position", rgb_array(selfplay.state, 0), it, dataformats="HWC")
+        if games:
+            game_dir = out_dir / "games"
+            game_dir.mkdir(exist_ok=True)
+            tags = {"Event": f"self-play iteration {it}", "White": "self", "Black": "self"}
+            (game_dir / f"iter_{it:05d}.pdn").write_text(write_game(variant, games[0].actions, tags))
+
+        counters["iteration"] = it
+        counters["seconds"] += time.perf_counter() - start
+        bar.update(round(time.perf_counter() - start) if budget else 1)
+        shown = {k.split("/")[-1]: f"{v:.3g}" for k, v in scalars.items()
+                 if k in ("loss/policy", "loss/value", "selfplay/positions_per_s", "eval/score_vs_random",
+                          "eval/score_vs_greedy")}
+        bar.set_postfix(it=it, games=counters["games"], **shown)
+
+        # 4. checkpoint (atomic: temp file + rename)
+        if it % t.checkpoint_every == 0 or (t.iterations and it >= t.iterations):
+            path = checkpoint.save(ckpt_dir, it, {
+                "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
+                "trainer": trainer.state_dict(), "replay": buffer.to_bytes(), "counters": dict(counters),
+                "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+                "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
+            }, keep=t.keep_checkpoints)
+    bar.close()
+    writer.close()
+    return path or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)
+def main(cfg: DictConfig) -> None:
+    out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
+    final = train(cfg, out_dir)
+    print(f"checkpoint: {final}")
+
+
+if __name__ == "__main__":
+    main()

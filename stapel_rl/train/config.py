@@ -1,0 +1,89 @@
+"""The training config schema (Hydra structured config). Every field is documented here.
+
+The YAML files under ``configs/`` fill these groups; a key not declared here
+is rejected by Hydra ("Key 'x' not in 'TrainConfig'").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Optional
+
+from hydra.core.config_store import ConfigStore
+
+
+@dataclasses.dataclass
+class VariantConfig:
+    name: str = "I"  # "I" (blocked side loses) or "II" (back-row points decide)
+    ply_cap: int = 600  # full moves after which a game is truncated (counts as a draw in training)
+
+
+@dataclasses.dataclass
+class ModelConfig:
+    blocks: int = 6  # residual blocks
+    channels: int = 64  # convolution channels in the trunk
+    policy_channels: int = 4  # 1x1-conv channels feeding the policy head
+    value_hidden: int = 64  # hidden units of the value (and points) head
+    points_head: bool = False  # auxiliary head predicting the final Variant II points difference
+
+
+@dataclasses.dataclass
+class MCTSConfig:
+    algorithm: str = "puct"  # "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero, good with few simulations)
+    num_simulations: int = 32  # simulations per decision (each plain move or leap) in self-play
+    c_puct: float = 1.5  # PUCT exploration constant
+    dirichlet_alpha: float = 0.3  # root Dirichlet noise concentration (PUCT)
+    dirichlet_fraction: float = 0.25  # weight of the root noise; 0 disables it
+    max_considered: int = 16  # Gumbel: actions sampled at the root
+    c_visit: float = 50.0  # Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q
+    c_scale: float = 0.1  # Gumbel: see c_visit
+    temperature_plies: int = 20  # PUCT: sample moves from visit counts for this many plies, then play the best
+    fast_simulations: int = 0  # playout-cap randomisation: simulations of fast (unrecorded) searches; 0 = off
+    full_search_prob: float = 0.25  # with fast_simulations > 0: share of decisions given the full search
+    reuse_tree: bool = True  # keep the chosen subtree for the next decision
+
+
+@dataclasses.dataclass
+class TrainConfig:
+    hours: float = 1.0  # wall-clock budget of the run (0 = no limit)
+    iterations: int = 0  # stop after this many iterations (0 = no limit)
+    num_games: int = 128  # self-play games played at once (the network's batch)
+    positions_per_iteration: int = 2048  # new positions per iteration before training on them
+    replay_capacity: int = 60000  # positions kept in the replay buffer (sliding window)
+    min_replay: int = 2048  # positions needed before the first gradient step
+    batch_size: int = 256  # positions per gradient step
+    sample_ratio: float = 4.0  # training samples drawn per new self-play position
+    lr: float = 2e-3  # peak AdamW learning rate
+    weight_decay: float = 1e-4  # AdamW weight decay
+    warmup_steps: int = 100  # linear learning-rate warm-up, in gradient steps
+    lr_schedule: str = "cosine"  # "cosine" or "constant"
+    total_steps: int = 20000  # gradient steps the cosine schedule spans
+    points_weight: float = 0.25  # weight of the auxiliary points loss (models with points_head)
+    eval_every: int = 5  # iterations between evaluations against random and greedy (0 = never)
+    eval_games: int = 64  # games per evaluation opponent (colours alternate)
+    eval_simulations: int = 16  # simulations of the evaluated MCTS agent
+    checkpoint_every: int = 1  # iterations between checkpoints
+    keep_checkpoints: int = 2  # newest checkpoints kept on disk
+    image_every: int = 10  # iterations between self-play position images in TensorBoard (0 = never)
+    threads: int = 0  # torch threads (0 = torch's default)
+
+
+@dataclasses.dataclass
+class Config:
+    variant: VariantConfig = dataclasses.field(default_factory=VariantConfig)
+    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
+    mcts: MCTSConfig = dataclasses.field(default_factory=MCTSConfig)
+    train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
+    device: str = "cpu"  # "cpu", "cuda" or "auto" for the network during training
+    resume: Optional[str] = None  # a checkpoint to continue from (default: the newest in this run's directory)
+
+
+def register() -> None:
+    """Register the schema as ``schema`` (the root) and per group, for Hydra to validate against."""
+    store = ConfigStore.instance()
+    store.store(name="schema", node=Config)
+    store.store(group="variant", name="schema", node=VariantConfig)
+    store.store(group="model", name="schema", node=ModelConfig)
+    store.store(group="mcts", name="schema", node=MCTSConfig)
+    store.store(group="train", name="schema", node=TrainConfig)
