@@ -1,0 +1,92 @@
+"""End-to-end training runs through the command line (tiny config, CleanRL-style smoke tests)."""
+
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+from stapel_rl.train import checkpoint
+
+TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
+
+
+def run_train(run_dir: pathlib.Path, *overrides: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    cmd = [sys.executable, "-m", "stapel_rl.train", f"hydra.run.dir={run_dir}", *TINY, *overrides]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_one_iteration_end_to_end(tmp_path, variant):
+    start = time.perf_counter()
+    extra = ["model.points_head=true"] if variant == "II" else []
+    done = run_train(tmp_path / "run", f"variant={variant}", *extra)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert time.perf_counter() - start < 60
+    run = tmp_path / "run"
+    (ckpt,) = checkpoint.list_checkpoints(run / "checkpoints")
+    state = checkpoint.load(ckpt)
+    assert state["step"] == 1 and state["counters"]["iteration"] == 1
+    assert state["config"]["variant"]["name"] == variant and state["code_version"].startswith("0.1.0")
+    assert state["trainer"]["steps"] >= 1
+    assert list((run / "tb").glob("events.out.tfevents.*"))
+    assert (run / ".hydra" / "config.yaml").is_file()
+    pdn = list((run / "games").glob("*.pdn"))
+    assert not pdn or f'[Variant "Stapeldammen {variant}"]' in pdn[0].read_text()
+
+
+@pytest.mark.slow
+def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "stapel_rl.train", f"hydra.run.dir={run}", *TINY,
+           "train.iterations=0", "train.eval_every=0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 90
+        while len(checkpoint.list_checkpoints(run / "checkpoints")) < 2 and time.time() < deadline:
+            time.sleep(0.2)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    newest = checkpoint.list_checkpoints(run / "checkpoints")[-1]
+    saved = checkpoint.load(newest)
+    iteration, steps = saved["counters"]["iteration"], saved["trainer"]["steps"]
+    with np.load(__import__("io").BytesIO(saved["replay"])) as replay:
+        buffer_size = len(replay["value"])
+    assert iteration >= 2
+
+    done = run_train(run, f"train.iterations={iteration + 1}", "train.eval_every=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"resumed from {newest}: iteration {iteration}, {steps} gradient steps, {buffer_size} positions" in (
+        done.stdout + done.stderr)
+    after = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
+    assert after["counters"]["iteration"] == iteration + 1
+
+
+def test_truncated_checkpoint_raises_clear_error(tmp_path):
+    path = checkpoint.save(tmp_path, 3, {"model": {"w": np.zeros(1000)}, "counters": {}})
+    assert checkpoint.load(path)["step"] == 3
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(ValueError, match="corrupt or truncated"):
+        checkpoint.load(path)
+    with pytest.raises(ValueError, match="does not exist"):
+        checkpoint.load(tmp_path / "missing.pt")
+
+
+def test_checkpoints_keep_the_newest(tmp_path):
+    for step in range(1, 6):
+        checkpoint.save(tmp_path, step, {"model": {}}, keep=2)
+    assert [p.name for p in checkpoint.list_checkpoints(tmp_path)] == ["ckpt_00000004.pt", "ckpt_00000005.pt"]
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_unknown_config_key_fails_with_hydra_error(tmp_path):
+    done = run_train(tmp_path / "run", "train.no_such_key=1", timeout=60)
+    assert done.returncode != 0
+    assert "no_such_key" in done.stderr and "not in" in done.stderr
