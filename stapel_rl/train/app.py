@@ -62,7 +62,10 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                           ("cpu" if cfg.device == "auto" else cfg.device))
 
     # --- the network, its optimizer and the replay buffer ---------------------------------
-    model_config = NetworkConfig(**OmegaConf.to_container(cfg.model))
+    model_fields = OmegaConf.to_container(cfg.model)
+    if model_fields["points_head"] is None:
+        model_fields["points_head"] = variant.points_decide
+    model_config = NetworkConfig(**model_fields)
     net = PolicyValueNet(model_config).to(device)
     trainer = Trainer(net, OptimConfig(lr=t.lr, weight_decay=t.weight_decay, warmup_steps=t.warmup_steps,
                                        lr_schedule=t.lr_schedule, total_steps=t.total_steps,

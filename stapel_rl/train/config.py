@@ -24,7 +24,7 @@ class ModelConfig:
     channels: int = 64  # convolution channels in the trunk
     policy_channels: int = 4  # 1x1-conv channels feeding the policy head
     value_hidden: int = 64  # hidden units of the value (and points) head
-    points_head: bool = False  # auxiliary head predicting the final Variant II points difference
+    points_head: Optional[bool] = None  # auxiliary head predicting the final points difference; None: on for Variant II
 
 
 @dataclasses.dataclass
@@ -48,16 +48,16 @@ class TrainConfig:
     hours: float = 1.0  # wall-clock budget of the run (0 = no limit)
     iterations: int = 0  # stop after this many iterations (0 = no limit)
     num_games: int = 128  # self-play games played at once (the network's batch)
-    positions_per_iteration: int = 2048  # new positions per iteration before training on them
+    positions_per_iteration: int = 4096  # new positions per iteration before training on them
     replay_capacity: int = 60000  # positions kept in the replay buffer (sliding window)
     min_replay: int = 2048  # positions needed before the first gradient step
     batch_size: int = 256  # positions per gradient step
-    sample_ratio: float = 4.0  # training samples drawn per new self-play position
+    sample_ratio: float = 2.0  # training samples drawn per new self-play position
     lr: float = 2e-3  # peak AdamW learning rate
     weight_decay: float = 1e-4  # AdamW weight decay
     warmup_steps: int = 100  # linear learning-rate warm-up, in gradient steps
     lr_schedule: str = "cosine"  # "cosine" or "constant"
-    total_steps: int = 20000  # gradient steps the cosine schedule spans
+    total_steps: int = 10000  # gradient steps the cosine schedule spans
     points_weight: float = 0.25  # weight of the auxiliary points loss (models with points_head)
     eval_every: int = 5  # iterations between evaluations against random and greedy (0 = never)
     eval_games: int = 64  # games per evaluation opponent (colours alternate)
