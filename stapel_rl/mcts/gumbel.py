@@ -107,18 +107,26 @@ def root_scores(tree: Tree, gumbel: np.ndarray, c_visit: float, c_scale: float) 
 
 def select_root(
     tree: Tree, gumbel: np.ndarray, simulation: int, max_considered: int, num_simulations: int,
-    c_visit: float, c_scale: float,
+    c_visit: float, c_scale: float, base_visits: "np.ndarray | None" = None,
 ) -> np.ndarray:
-    """Sequential-halving root action ``[B]`` for simulation number ``simulation``."""
+    """Sequential-halving root action ``[B]`` for simulation number ``simulation``.
+
+    ``base_visits`` ``[B, A]``: root child visits inherited from a reused
+    subtree; the halving schedule counts only the visits of this search.
+    """
     table = considered_table(max_considered, num_simulations)
     target = table[np.minimum(tree.legal[:, 0].sum(axis=1), max_considered), simulation]
     visits = tree.children_visits[:, 0]
+    if base_visits is not None:
+        visits = visits - base_visits
     scores = root_scores(tree, gumbel, c_visit, c_scale)
     return np.where(visits == target[:, None], scores, NEG_INF).argmax(axis=1)
 
 
-def final_action(tree: Tree, gumbel: np.ndarray, c_visit: float, c_scale: float) -> np.ndarray:
-    """The best of the most-visited root actions by ``g + logits + sigma(Q)``."""
-    visits = tree.children_visits[:, 0]
+def final_action(
+    tree: Tree, gumbel: np.ndarray, c_visit: float, c_scale: float, base_visits: "np.ndarray | None" = None
+) -> np.ndarray:
+    """The best of the root actions this search visited most, by ``g + logits + sigma(Q)``."""
+    visits = tree.children_visits[:, 0] - (0 if base_visits is None else base_visits)
     most = (visits == visits.max(axis=1, keepdims=True)) & tree.legal[:, 0]
     return np.where(most, root_scores(tree, gumbel, c_visit, c_scale), NEG_INF).argmax(axis=1)

@@ -127,7 +127,9 @@ def _backup(tree: Tree, leaves: np.ndarray) -> None:
         value[games] = v
 
 
-def _simulate(tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, noise: np.ndarray) -> None:
+def _simulate(
+    tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, noise: np.ndarray, base_visits: np.ndarray
+) -> None:
     """One simulation in every game: select, expand (one engine step and one evaluator call), back up."""
     b = tree.batch_size
     node = np.zeros(b, np.int64)
@@ -143,7 +145,8 @@ def _simulate(tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, no
             a = puct.select(tree, active, n, config.c_puct, noise)
         elif root:
             a = gumbel.select_root(
-                tree, noise, k, config.max_considered, config.num_simulations, config.c_visit, config.c_scale
+                tree, noise, k, config.max_considered, config.num_simulations, config.c_visit, config.c_scale,
+                base_visits,
             )[active]
         else:
             a = gumbel.select_interior(tree, active, n, config.c_visit, config.c_scale)
@@ -193,8 +196,9 @@ def search(
             )
     else:
         noise = np.where(legal, rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
+    base_visits = tree.children_visits[:, 0].copy()  # inherited from a reused subtree
     for k in range(config.num_simulations):
-        _simulate(tree, evaluator, config, k, noise)
+        _simulate(tree, evaluator, config, k, noise, base_visits)
 
     visits = tree.children_visits[:, 0].copy()
     if config.algorithm == "puct":
@@ -205,5 +209,5 @@ def search(
         action = np.where(choice.sum(axis=1) > 0, action, legal.argmax(axis=1))
     else:
         policy = gumbel.improved_policy(tree, games, roots, config.c_visit, config.c_scale)
-        action = gumbel.final_action(tree, noise, config.c_visit, config.c_scale)
+        action = gumbel.final_action(tree, noise, config.c_visit, config.c_scale, base_visits)
     return SearchOutput(action.astype(np.int64), policy, visits, tree.node_values[:, 0].copy(), tree)

@@ -99,7 +99,7 @@ class SelfPlay:
                     **{k: getattr(state, k)[g] for k in STATE_FIELDS}, "policy": policy[g]})
         for g in np.flatnonzero(~state.done):
             self.actions[g].append(int(action[g]))
-        new_state = engine.step(state, action, validate=False)
+        new_state = engine.step(state, action)
         done = new_state.done & ~state.done
         self._result = new_state.rewards[:, 0].copy()
         self._points = new_state.points.copy()
