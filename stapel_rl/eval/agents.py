@@ -92,3 +92,13 @@ def make_agent(spec: str) -> Agent:
     agent = _FACTORIES[kind](args)
     agent.name = spec
     return agent
+
+
+def _alphabeta(args: "list[str]") -> Agent:
+    """``alphabeta[:DEPTH]`` (default 2); imported on first use so this module stays cheap."""
+    from stapel_rl.eval.alphabeta import from_spec_args
+
+    return from_spec_args(args)
+
+
+register_agent("alphabeta", _alphabeta)

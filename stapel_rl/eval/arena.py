@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Callable
 
 import numpy as np
 
@@ -54,12 +55,21 @@ def play_match(
     num_games: int,
     rng: np.random.Generator,
     start: "State | None" = None,
+    on_game_end: "Callable[[int, float, int, list[int]], None] | None" = None,
+    agent_colour: "np.ndarray | None" = None,
 ) -> MatchResult:
-    """Play ``num_games`` games at once; ``agent`` is White in even games, Black in odd ones."""
+    """Play ``num_games`` games at once; ``agent`` is White in even games, Black in odd ones.
+
+    ``start`` gives each game's starting position (default: the variant's
+    start) and ``agent_colour`` ``[G]`` (0 White, 1 Black) overrides the
+    alternation. ``on_game_end(game, agent_score, plies, actions)`` is called
+    as each game ends, with the board actions played from its start.
+    """
     variant = get_variant(variant)
     state = start if start is not None else engine.init(variant, num_games)
-    colour = np.arange(state.batch_size) % 2
+    colour = np.arange(state.batch_size) % 2 if agent_colour is None else np.asarray(agent_colour)
     white_result = np.zeros(state.batch_size)  # +1 White won, -1 Black won, 0 draw / truncated
+    played: "list[list[int]]" = [[] for _ in range(state.batch_size)]
     while not state.done.all():
         actions = np.zeros(state.batch_size, np.int64)
         for player, who in ((agent, colour), (opponent, 1 - colour)):
@@ -67,8 +77,13 @@ def play_match(
             if turn.size:
                 actions[turn] = player(take(state, turn), rng)
         was_done = state.done
+        for g in np.flatnonzero(~was_done):
+            played[g].append(int(actions[g]))
         state = engine.step(state, actions)
         ended = state.done & ~was_done
         white_result[ended] = state.rewards[ended, 0]
+        for g in np.flatnonzero(ended) if on_game_end else ():
+            score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
+            on_game_end(int(g), float(score), int(state.ply[g]), played[g])
     agent_result = np.where(colour == 0, white_result, -white_result)
     return MatchResult(scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy())

@@ -1,0 +1,382 @@
+"""stapel-engine: a UCI-like text protocol around one agent.
+
+    stapel-engine --agent mcts:runs/I_default/checkpoints/ckpt_00000004.pt:sims=64 --variant I
+
+Reads one command a line on stdin and answers on stdout, flushing after every
+answer, so that a GUI, a match runner or a person at a terminal can play
+against any agent ``make_agent`` builds. The protocol is described in
+docs/engine_protocol.md. In short:
+
+    stapel                       -> id name ..., id agent ..., stapelok
+    isready                      -> readyok
+    variant I|II                 set the variant, position back to its start
+    agent SPEC                   switch the agent
+    position startpos [moves M1 M2 ...]
+    position fen FEN [moves M1 M2 ...]
+    go [nodes N] [movetime MS]   -> bestmove MOVE | bestmove none
+    d                            position, board and legal moves as info strings
+    quit                         exit 0 (so does end of input)
+
+A command that cannot be carried out answers one line
+``info string error: <message>`` and the engine keeps running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import dataclasses
+import os
+import sys
+import time
+from typing import Callable, TextIO
+
+import numpy as np
+
+from stapel_rl import __version__
+from stapel_rl.env import engine as rules
+from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
+from stapel_rl.env.notation import find_move
+from stapel_rl.env.render import ansi, status
+from stapel_rl.env.state import State, take
+from stapel_rl.env.variants import Variant
+from stapel_rl.eval.agents import Agent, make_agent
+
+#: More actions than any full move can take (a capture takes at most 20 men).
+MAX_ACTIONS_PER_MOVE = 64
+
+
+class CommandError(Exception):
+    """A command that cannot be carried out; reported as ``info string error: ...``."""
+
+
+def _positive_int(name: str, value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise CommandError(f"{name} needs a whole number, got {value!r}") from None
+    if number < 1:
+        raise CommandError(f"{name} must be at least 1, got {number}")
+    return number
+
+
+def _with_simulations(agent: Agent, nodes: int) -> "Agent | None":
+    """A copy of ``agent`` searching ``nodes`` simulations, or None if it has no simulation count."""
+    config = getattr(agent, "config", None)
+    if config is None or not dataclasses.is_dataclass(config) or not hasattr(config, "num_simulations"):
+        return None
+    config = dataclasses.replace(config, num_simulations=nodes)
+    if dataclasses.is_dataclass(agent) and not isinstance(agent, type):
+        return dataclasses.replace(agent, config=config)
+    clone = copy.copy(agent)
+    clone.config = config
+    return clone
+
+
+class EngineSession:
+    """The protocol state: variant, agent, position; one ``handle`` call per input line.
+
+    Args:
+        agent_spec: spec of the agent to build (ignored when ``agent`` is given).
+        variant: "I" or "II".
+        seed: seed of the random generator the agent draws from.
+        out: where answers go (flushed after every line).
+        agent: an agent object to use instead of building one from ``agent_spec``.
+    """
+
+    def __init__(
+        self,
+        agent_spec: str = "random",
+        variant: "Variant | str" = "I",
+        seed: "int | None" = 0,
+        out: "TextIO | None" = None,
+        agent: "Agent | None" = None,
+    ):
+        self.out = out if out is not None else sys.stdout
+        self.rng = np.random.default_rng(seed)
+        self.agent_spec = agent_spec if agent is None else getattr(agent, "name", agent_spec)
+        self.agent = agent if agent is not None else self._build_agent(agent_spec)
+        self.variant = get_variant(variant)
+        self._set_start()
+        self.commands: "dict[str, Callable[[list[str], str], bool]]" = {
+            "stapel": self._stapel,
+            "isready": self._isready,
+            "variant": self._variant,
+            "agent": self._agent,
+            "position": self._position,
+            "go": self._go,
+            "d": self._display,
+            "quit": self._quit,
+        }
+
+    # ------------------------------------------------------------ output
+
+    def send(self, line: str) -> None:
+        self.out.write(line + "\n")
+        self.out.flush()
+
+    def info(self, text: str) -> None:
+        self.send(f"info string {text}")
+
+    def error(self, text: str) -> None:
+        # One line, whatever the message holds.
+        self.info("error: " + " ".join(str(text).split()))
+
+    # ------------------------------------------------------------ dispatch
+
+    def handle(self, line: str) -> bool:
+        """Carry out one input line; False once the engine should stop."""
+        tokens = line.split()
+        if not tokens:
+            return True
+        command = self.commands.get(tokens[0])
+        if command is None:
+            self.error(f"unknown command {tokens[0]!r}; commands: {', '.join(self.commands)}")
+            return True
+        rest = line.strip()[len(tokens[0]):].strip()
+        try:
+            return command(tokens[1:], rest)
+        except CommandError as problem:
+            self.error(str(problem))
+        except Exception as problem:  # noqa: BLE001 - the engine must keep running
+            self.error(f"{tokens[0]} failed: {type(problem).__name__}: {problem}")
+        return True
+
+    # ------------------------------------------------------------ positions
+
+    def _set_start(self) -> None:
+        self.state = rules.init(self.variant)
+        # Cache of the last 'position' line: its base, its moves and the state
+        # after each prefix, so that a GUI resending the whole game each turn
+        # only pays for the new moves.
+        self._line_base: "tuple[str, str] | None" = None
+        self._line_moves: "list[str]" = []
+        self._line_states: "list[State]" = []
+
+    @staticmethod
+    def _play(state: State, text: str) -> State:
+        moves = expand_full_moves(state)
+        try:
+            index = find_move(moves, text)
+        except ValueError as problem:
+            raise CommandError(str(problem)) from None
+        return take(moves.state, [index])
+
+    def _position(self, args: "list[str]", rest: str) -> bool:
+        if not args:
+            raise CommandError("position needs 'startpos' or 'fen <position text>', optionally followed by 'moves ...'")
+        if "moves" in args:
+            cut = args.index("moves")
+            head, moves = args[:cut], args[cut + 1:]
+        else:
+            head, moves = args, []
+        if head[0] == "startpos":
+            if len(head) > 1:
+                raise CommandError(f"unexpected {' '.join(head[1:])!r} after 'position startpos' (expected 'moves')")
+            fen = self.variant.setup
+        elif head[0] == "fen":
+            if len(head) < 2:
+                raise CommandError("position fen needs a position text such as 'W:b,b,...' (50 squares)")
+            fen = " ".join(head[1:])
+        else:
+            raise CommandError(f"position needs 'startpos' or 'fen', got {head[0]!r}")
+
+        base = (self.variant.name, fen)
+        if base == self._line_base:
+            keep = 0
+            while keep < min(len(moves), len(self._line_moves)) and moves[keep] == self._line_moves[keep]:
+                keep += 1
+            states = self._line_states[: keep + 1]
+        else:
+            try:
+                states = [from_fens([fen], self.variant)]
+            except ValueError as problem:
+                raise CommandError(f"malformed position: {problem}") from None
+            keep = 0
+        for number in range(keep, len(moves)):
+            try:
+                states.append(self._play(states[-1], moves[number]))
+            except CommandError as problem:
+                raise CommandError(f"move {number + 1} ({moves[number]}): {problem}; position unchanged") from None
+        self._line_base, self._line_moves, self._line_states = base, list(moves), states
+        self.state = states[-1]
+        return True
+
+    # ------------------------------------------------------------ commands
+
+    def _stapel(self, args: "list[str]", rest: str) -> bool:
+        self.send(f"id name stapel-rl {__version__}")
+        self.send(f"id agent {self.agent_spec}")
+        self.send("stapelok")
+        return True
+
+    def _isready(self, args: "list[str]", rest: str) -> bool:
+        self.send("readyok")
+        return True
+
+    def _quit(self, args: "list[str]", rest: str) -> bool:
+        return False
+
+    def _variant(self, args: "list[str]", rest: str) -> bool:
+        if len(args) != 1:
+            raise CommandError("variant needs one argument: I or II")
+        try:
+            variant = get_variant(args[0])
+        except ValueError as problem:
+            raise CommandError(str(problem)) from None
+        self.variant = variant
+        self._set_start()
+        return True
+
+    def _build_agent(self, spec: str) -> Agent:
+        # Whatever loading prints must not end up in the protocol stream.
+        with contextlib.redirect_stdout(sys.stderr):
+            return make_agent(spec)
+
+    def _agent(self, args: "list[str]", rest: str) -> bool:
+        if not rest:
+            raise CommandError("agent needs a spec, e.g. 'random', 'greedy', 'mcts:PATH:sims=64', 'policy:PATH'")
+        try:
+            agent = self._build_agent(rest)
+        except (ValueError, OSError) as problem:
+            raise CommandError(f"cannot build agent {rest!r}: {problem}; keeping {self.agent_spec!r}") from None
+        except Exception as problem:  # noqa: BLE001 - e.g. a checkpoint that does not unpickle
+            raise CommandError(
+                f"cannot build agent {rest!r}: {type(problem).__name__}: {problem}; keeping {self.agent_spec!r}"
+            ) from None
+        self.agent, self.agent_spec = agent, rest
+        self.info(f"agent {rest}")
+        return True
+
+    def _go(self, args: "list[str]", rest: str) -> bool:
+        nodes = None
+        i = 0
+        while i < len(args):
+            key = args[i]
+            if key in ("nodes", "movetime"):
+                if i + 1 >= len(args):
+                    raise CommandError(f"go {key} needs a number")
+                value = _positive_int(f"go {key}", args[i + 1])
+                if key == "nodes":
+                    nodes = value
+                else:
+                    self.info("movetime is advisory")
+                i += 2
+            else:
+                # Parameters this engine has no use for (wtime 1000, infinite, ...), value included.
+                takes_value = i + 1 < len(args) and args[i + 1].lstrip("-").isdigit()
+                ignored = " ".join(args[i:i + 1 + takes_value])
+                self.info(f"ignoring go parameter {ignored!r}")
+                i += 1 + takes_value
+
+        state = self.state
+        if bool(state.done[0]):
+            self.info(f"game over: {status(state)}")
+            self.send("bestmove none")
+            return True
+
+        agent = self.agent
+        if nodes is not None:
+            searching = _with_simulations(agent, nodes)
+            if searching is None:
+                self.info(f"nodes ignored: agent {self.agent_spec!r} has no simulation count")
+            else:
+                agent = searching
+        start = time.perf_counter()
+        try:
+            move, searched = self._choose(agent, state)
+        except Exception as problem:  # noqa: BLE001 - answer the go anyway
+            self.error(f"agent {self.agent_spec!r} failed: {type(problem).__name__}: {problem}")
+            self.send("bestmove none")
+            return True
+        elapsed_ms = int(round(1000 * (time.perf_counter() - start)))
+        simulations = getattr(getattr(agent, "config", None), "num_simulations", None) if searched else None
+        self.send(f"info time {elapsed_ms}" + (f" nodes {simulations}" if simulations is not None else ""))
+        self.send(f"bestmove {move}")
+        return True
+
+    def _choose(self, agent: Agent, start: State) -> "tuple[str, bool]":
+        """The agent's full move from ``start`` as text (asking it at every decision point) and
+        whether the agent was asked (a forced move is answered without)."""
+        moves = expand_full_moves(start)
+        if moves.parent.size == 1:
+            return moves.texts()[0], False
+        current, actions = start, []
+        for _ in range(MAX_ACTIONS_PER_MOVE):
+            with contextlib.redirect_stdout(sys.stderr):
+                chosen = np.asarray(agent(current, self.rng)).reshape(-1)
+            if chosen.shape != (1,):
+                raise ValueError(f"expected one action, got {chosen.shape[0]}")
+            action = int(chosen[0])
+            if not 0 <= action < current.legal_action_mask.shape[1] or not current.legal_action_mask[0, action]:
+                raise ValueError(f"illegal action {action}")
+            current = rules.step(current, np.array([action], dtype=np.int64), validate=False)
+            actions.append(action)
+            if int(current.capturing[0]) < 0 or bool(current.done[0]):
+                break
+        else:
+            raise ValueError(f"no complete move after {MAX_ACTIONS_PER_MOVE} actions")
+        n = len(actions)
+        table = moves.actions
+        if table.shape[1] < n:
+            raise ValueError(f"the actions {actions} make no legal full move")
+        prefix = (table[:, :n] == np.array(actions)).all(axis=1)
+        ends = table[:, n] < 0 if table.shape[1] > n else np.ones(len(table), dtype=bool)
+        rows = np.flatnonzero(prefix & ends)
+        if rows.size != 1:
+            raise ValueError(f"the actions {actions} make no legal full move")
+        return moves.texts()[int(rows[0])], True
+
+    def _display(self, args: "list[str]", rest: str) -> bool:
+        state = self.state
+        self.info(f"fen {to_fens(state)[0]}")
+        for line in ansi(state, full=True).splitlines():
+            self.info(line)
+        texts = [] if bool(state.done[0]) else expand_full_moves(state).texts()
+        self.info(f"legal moves ({len(texts)}): {' '.join(texts) if texts else 'none'}")
+        return True
+
+    # ------------------------------------------------------------ main loop
+
+    def run(self, lines: TextIO) -> int:
+        """Read commands until ``quit`` or end of input; the exit status."""
+        while True:
+            line = lines.readline()
+            if not line:
+                return 0
+            if not self.handle(line):
+                return 0
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="stapel-engine",
+        description="UCI-like engine protocol on stdin/stdout around a stapel-rl agent (docs/engine_protocol.md)",
+    )
+    parser.add_argument("--agent", default="random", help="agent spec: random, greedy, mcts:PATH[:sims=N], policy:PATH")
+    parser.add_argument("--variant", default="I", help="I or II (default I)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random generator (default 0)")
+    args = parser.parse_args(argv)
+    for stream in (sys.stdin, sys.stdout):
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(errors="replace")
+    try:
+        get_variant(args.variant)
+        session = EngineSession(args.agent, args.variant, args.seed)
+    except Exception as problem:  # noqa: BLE001 - bad command-line arguments
+        print(f"stapel-engine: error: {problem}", file=sys.stderr)
+        return 2
+    try:
+        return session.run(sys.stdin)
+    except BrokenPipeError:
+        # The other side went away; stop quietly (and keep Python from complaining at exit).
+        with contextlib.suppress(Exception):
+            sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+        return 0
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,129 @@
+"""stapel-tournament: rate agents by playing them against each other.
+
+    stapel-tournament random greedy alphabeta:2 "mcts:checkpoints/*.pt:sims=32" --variant I --pairs 20 --out tournaments/I
+    stapel-tournament mcts:new.pt:sims=64 random greedy --gauntlet --out tournaments/g   # one against a list
+
+Writes into --out: games.jsonl (appended game by game; rerunning with the same
+--out resumes), games.pdn, ratings.csv, ratings.json (with the config and code
+version), and elo_vs_step.png when checkpoints of one run take part.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import pathlib
+import sys
+
+import numpy as np
+from tqdm import tqdm
+
+from stapel_rl.env import get_variant
+from stapel_rl.eval.pdn import write_game
+from stapel_rl.eval.ratings import rate
+from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
+
+
+def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
+    """Elo with its interval against training iteration for checkpoint players; False if none."""
+    points = sorted((checkpoint_step(r["player"]), r) for r in rows if checkpoint_step(r["player"]) is not None)
+    if not points:
+        return False
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    steps = [s for s, _ in points]
+    elo = np.array([r["elo"] for _, r in points])
+    err = np.array([[r["elo"] - r["ci_low"] for _, r in points], [r["ci_high"] - r["elo"] for _, r in points]])
+    fig, ax = plt.subplots(figsize=(6, 4))
+    ax.errorbar(steps, elo, yerr=err, marker="o", capsize=3, label="checkpoints")
+    for r in rows:
+        if checkpoint_step(r["player"]) is None:
+            ax.axhline(r["elo"], ls="--", lw=0.8, color="gray")
+            ax.annotate(r["player"], (steps[0], r["elo"]), fontsize=8, color="gray", va="bottom")
+    ax.set_xlabel("training iteration")
+    ax.set_ylabel("Elo (random = 0), 95% CI")
+    ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+    return True
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(prog="stapel-tournament", description=__doc__.split("\n")[0])
+    parser.add_argument("players", nargs="+", help="agent specs; checkpoint globs allowed")
+    parser.add_argument("--variant", default="I")
+    parser.add_argument("--pairs", type=int, default=10, help="openings per pairing, each played with both colours")
+    parser.add_argument("--opening-plies", type=int, default=4, help="random actions that make each opening")
+    parser.add_argument("--gauntlet", action="store_true", help="the first player meets each other; no round robin")
+    parser.add_argument("--anchor", default="random", help="the player rated 0 (default random; added if absent)")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default="tournaments/latest", help="output folder; rerun with it to resume")
+    args = parser.parse_args(argv)
+    try:
+        players = expand_specs(args.players)
+        if args.anchor not in players:
+            players.append(args.anchor)
+        if len(set(players)) != len(players):
+            raise ValueError("a player is named twice")
+        config = TournamentConfig(players, get_variant(args.variant), args.pairs, args.opening_plies,
+                                  args.gauntlet, args.seed)
+        out = pathlib.Path(args.out)
+        _check_resume(out, config)
+        total = 2 * config.pairs * len(config.pairings())
+        with tqdm(total=total, desc="games", unit="game") as bar:
+            from stapel_rl.eval.tournament import load_results
+
+            bar.update(min(total, len(load_results(out / "games.jsonl"))))
+            games = run(config, out, progress=bar)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+
+    index = {p: i for i, p in enumerate(players)}
+    games = [g for g in games if g["white"] in index and g["black"] in index]
+    ratings = rate(players, [index[g["white"]] for g in games], [index[g["black"]] for g in games],
+                   [g["white_score"] for g in games], [g["pair"] for g in games], anchor=args.anchor, seed=args.seed)
+    print(f"\nVariant {config.variant.name}, {len(games)} games\n" + ratings.table())
+    rows = ratings.to_rows()
+    with (out / "ratings.csv").open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
+    from stapel_rl.train.checkpoint import code_version
+
+    (out / "ratings.json").write_text(json.dumps({"config": _config_dict(config), "code_version": code_version(),
+                                                  "games": len(games), "ratings": rows}, indent=2))
+    (out / "games.pdn").write_text("\n".join(
+        write_game(config.variant, g["actions"], {"Event": "stapel-tournament", "White": g["white"],
+                                                  "Black": g["black"]}, fen=g["opening"]) for g in games))
+    if plot_elo_vs_step(rows, out / "elo_vs_step.png"):
+        print(f"plot: {out / 'elo_vs_step.png'}")
+    print(f"results: {out}")
+    return 0
+
+
+def _config_dict(config: TournamentConfig) -> dict:
+    return {"players": config.players, "variant": config.variant.name, "pairs": config.pairs,
+            "opening_plies": config.opening_plies, "gauntlet": config.gauntlet, "seed": config.seed}
+
+
+def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
+    """Refuse to mix games of a different tournament into an existing folder."""
+    saved = out / "tournament.json"
+    mine = _config_dict(config)
+    if saved.is_file():
+        theirs = json.loads(saved.read_text())
+        if {k: theirs.get(k) for k in ("variant", "opening_plies", "seed")} != {
+                k: mine[k] for k in ("variant", "opening_plies", "seed")}:
+            raise ValueError(f"{out} holds a tournament with another variant, openings or seed: use another --out")
+    out.mkdir(parents=True, exist_ok=True)
+    saved.write_text(json.dumps(mine, indent=2))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Tournaments: round robin or gauntlet, colour-swapped pairs from random openings, resumable.
+
+Every pairing plays ``pairs`` openings, each opening twice with colours
+swapped; an opening is the start position after ``opening_plies`` random
+actions drawn from a seed derived from the tournament seed, the pairing and
+the pair, so a rerun (or a resumed run) plays the same openings. Games of a
+pairing are played at once, so networks see batches. Each finished game is
+appended to ``games.jsonl`` at once; a killed tournament resumes by skipping
+what that file already holds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import glob
+import json
+import pathlib
+import re
+
+import numpy as np
+
+from stapel_rl.env import engine, to_fens
+from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env.variants import Variant
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.arena import play_match
+
+_CHECKPOINT_STEP = re.compile(r"ckpt_(\d+)\.pt$")
+
+
+def expand_specs(specs: "list[str]") -> "list[str]":
+    """Agent specs with checkpoint globs expanded (``mcts:runs/x/ckpt_*.pt:sims=32`` -> one per file)."""
+    out = []
+    for spec in specs:
+        kind, *args = spec.split(":")
+        if kind in ("mcts", "policy") and args and any(ch in args[0] for ch in "*?["):
+            paths = sorted(glob.glob(args[0]))
+            if not paths:
+                raise ValueError(f"no checkpoint matches {args[0]!r} (in {spec!r})")
+            out += [":".join([kind, p, *args[1:]]) for p in paths]
+        else:
+            out.append(spec)
+    return out
+
+
+def checkpoint_step(spec: str) -> "int | None":
+    """Training iteration of a checkpoint spec (from ``ckpt_<n>.pt``), None for other agents."""
+    m = _CHECKPOINT_STEP.search(spec.split(":")[1] if ":" in spec else "")
+    return int(m.group(1)) if m else None
+
+
+@dataclasses.dataclass
+class TournamentConfig:
+    """Attributes:
+    players: agent specs (globs expanded).
+    variant: the rules.
+    pairs: openings per pairing (each played with both colours).
+    opening_plies: random actions before the agents take over.
+    gauntlet: if True, the first player meets every other one; else round robin.
+    seed: seeds the openings and the agents' randomness.
+    """
+
+    players: "list[str]"
+    variant: Variant
+    pairs: int = 10
+    opening_plies: int = 4
+    gauntlet: bool = False
+    seed: int = 0
+
+    def pairings(self) -> "list[tuple[int, int]]":
+        n = len(self.players)
+        if self.gauntlet:
+            return [(0, j) for j in range(1, n)]
+        return [(i, j) for i in range(n) for j in range(i + 1, n)]
+
+
+def openings(variant: Variant, count: int, plies: int, seed: int) -> "list[str]":
+    """``count`` opening positions (position text) after ``plies`` random actions, none finished."""
+    rng = np.random.default_rng(seed)
+    state = engine.init(variant, count)
+    for _ in range(plies):
+        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
+        state = engine.reset_games(state, state.done)
+    # Finish any capture under way so that every opening is a position text.
+    while (state.capturing >= 0).any():
+        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
+    return to_fens(state)
+
+
+def load_results(path: pathlib.Path) -> "list[dict]":
+    """Games recorded so far (a torn last line from a kill is ignored)."""
+    if not path.is_file():
+        return []
+    games = []
+    for line in path.read_text().splitlines():
+        try:
+            games.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return games
+
+
+def run(config: TournamentConfig, out_dir: pathlib.Path, progress=None) -> "list[dict]":
+    """Play every missing game of the tournament; returns all game records."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / "games.jsonl"
+    games = load_results(path)
+    path.write_text("".join(json.dumps(g) + "\n" for g in games))  # drop a torn last line
+    done = {(g["white"], g["black"], g["opening"]) for g in games}
+    agents = {}
+    for p_index, (i, j) in enumerate(config.pairings()):
+        a, b = config.players[i], config.players[j]
+        fens = openings(config.variant, config.pairs, config.opening_plies, config.seed * 100003 + p_index)
+        # Game 2k: a is White, game 2k + 1: a is Black, both from opening k.
+        todo = [k for k in range(2 * config.pairs)
+                if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
+        if not todo:
+            continue
+        for spec in (a, b):
+            if spec not in agents:
+                agents[spec] = make_agent(spec)
+        start = engine.from_fens([fens[k // 2] for k in todo], config.variant)
+        rng = np.random.default_rng([config.seed, p_index])
+
+        def record(g: int, score: float, plies: int, actions: "list[int]", todo=todo, a=a, b=b, fens=fens):
+            k = todo[g]
+            white, black = (a, b) if k % 2 == 0 else (b, a)
+            white_score = score if k % 2 == 0 else 1.0 - score
+            entry = {"white": white, "black": black, "opening": fens[k // 2], "pair": f"{p_index}:{k // 2}",
+                     "white_score": white_score, "plies": plies, "actions": actions}
+            games.append(entry)
+            with path.open("a") as f:
+                f.write(json.dumps(entry) + "\n")
+            if progress is not None:
+                progress.update(1)
+
+        play_match(agents[a], agents[b], config.variant, len(todo), rng, start=start, on_game_end=record,
+                   agent_colour=np.array(todo) % 2)
+    return games

@@ -1,0 +1,329 @@
+"""stapel-engine: the UCI-like protocol on stdin/stdout (docs/engine_protocol.md).
+
+Most tests drive a real ``python -m stapel_rl.cli.engine`` process line by
+line through pipes, with a reader thread so that a silent engine fails the
+test after a timeout instead of hanging it. A few check the session object
+in-process (nodes for search agents, the position cache).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import io
+import json
+import pathlib
+import queue
+import random
+import subprocess
+import sys
+import threading
+
+import pytest
+
+from stapel_rl import __version__
+from stapel_rl.cli.engine import EngineSession
+from stapel_rl.env import apply_move, game_result, initial_fen, legal_moves
+from stapel_rl.env.sampling import random_legal_actions
+
+TIMEOUT_S = 20.0
+EMPTY_BUT_ONE_BLACK = "W:b" + "," * 49  # White to move has no man: the game is over
+
+
+class EngineProcess:
+    """A running engine; ``send`` a line, ``read`` the next answer line."""
+
+    def __init__(self, *args: str):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "stapel_rl.cli.engine", "--agent", "random", "--seed", "1", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+        self.lines: "queue.Queue[str | None]" = queue.Queue()
+        self.pump = threading.Thread(target=self._pump, daemon=True)
+        self.pump.start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:
+            self.lines.put(line.rstrip("\n"))
+        self.lines.put(None)
+
+    def send(self, line: str) -> None:
+        self.proc.stdin.write(line + "\n")
+        self.proc.stdin.flush()
+
+    def read(self) -> str:
+        try:
+            line = self.lines.get(timeout=TIMEOUT_S)
+        except queue.Empty:
+            raise AssertionError(f"engine silent for {TIMEOUT_S} s") from None
+        assert line is not None, f"engine closed its output; stderr: {self.proc.stderr.read()}"
+        return line
+
+    def read_until(self, prefix: str) -> "list[str]":
+        """Lines up to and including the first that starts with ``prefix``."""
+        seen = []
+        while True:
+            seen.append(self.read())
+            if seen[-1].startswith(prefix):
+                return seen
+
+    def ask(self, line: str, prefix: str) -> str:
+        self.send(line)
+        return self.read_until(prefix)[-1]
+
+    def bestmove(self) -> str:
+        lines = self.read_until("bestmove ")
+        for line in lines[:-1]:
+            assert line.startswith("info "), line
+            assert not line.startswith("info string error"), line
+        return lines[-1].split(maxsplit=1)[1]
+
+    def close(self) -> int:
+        """Close the engine's input (end of input) and wait for it; its exit status."""
+        if not self.proc.stdin.closed:
+            with contextlib.suppress(OSError):
+                self.proc.stdin.close()
+        try:
+            status = self.proc.wait(timeout=TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise AssertionError("engine did not exit at end of input") from None
+        self.pump.join(timeout=TIMEOUT_S)
+        return status
+
+
+@pytest.fixture
+def engine():
+    process = EngineProcess()
+    yield process
+    try:
+        process.close()
+    finally:
+        process.proc.stdout.close()
+        process.proc.stderr.close()
+
+
+def test_handshake_isready_and_quit(engine):
+    engine.send("stapel")
+    assert engine.read() == f"id name stapel-rl {__version__}"
+    assert engine.read() == "id agent random"
+    assert engine.read() == "stapelok"
+    engine.send("isready")
+    assert engine.read() == "readyok"
+    engine.send("quit")
+    assert engine.proc.wait(timeout=TIMEOUT_S) == 0
+    assert engine.lines.get(timeout=TIMEOUT_S) is None  # nothing after quit
+
+
+def test_end_of_input_exits_cleanly(engine):
+    engine.send("isready")
+    assert engine.read() == "readyok"
+    assert engine.close() == 0
+    assert "Traceback" not in engine.proc.stderr.read()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        "frobnicate",
+        "uci",
+        "position",
+        "position middlegame",
+        "position startpos extra",
+        "position fen",
+        "position fen W:b,b,b",  # too few squares
+        "position fen X:" + ",".join(["b"] * 20 + [""] * 10 + ["w"] * 20),  # bad side to move
+        "position fen W:" + ",".join(["q"] + [""] * 49),  # bad letter
+        "position fen W:" + ",".join(["b"] * 21 + [""] * 9 + ["w"] * 20),  # 21 black men
+        "position startpos moves 31-26 20-25 26-21 17-21",  # 17-21 is not a legal move
+        "position startpos moves 32-27 19-24 33-28 24x33",  # 24x33: no such capture
+        "position startpos moves 32-28 hello",  # malformed move text
+        "position startpos moves 32-28 0-5",  # square out of range
+        "variant III",
+        "variant",
+        "agent no-such-agent",
+        "agent mcts:/no/such/checkpoint.pt",
+        "agent",
+        "go nodes",
+        "go nodes many",
+        "go movetime -5",
+    ],
+)
+def test_errors_are_one_line_and_the_engine_keeps_running(engine, command):
+    engine.send(command)
+    line = engine.read()
+    assert line.startswith("info string error: "), line
+    engine.send("isready")
+    assert engine.read() == "readyok", f"after {command!r}"
+    assert engine.proc.poll() is None
+
+
+def test_failed_position_leaves_the_position_unchanged(engine):
+    engine.send("position startpos moves 32-28")
+    engine.send("position startpos moves 32-28 19-23 99-98")
+    assert engine.read().startswith("info string error: move 3 (99-98)")
+    engine.send("d")
+    lines = engine.read_until("info string legal moves")
+    fen = apply_move(initial_fen("I"), "32-28")
+    assert lines[0] == f"info string fen {fen}"
+    assert lines[-1] == f"info string legal moves ({len(legal_moves(fen))}): {' '.join(legal_moves(fen))}"
+
+
+def test_go_in_a_finished_position_answers_bestmove_none(engine):
+    engine.send(f"position fen {EMPTY_BUT_ONE_BLACK}")
+    engine.send("go")
+    assert engine.bestmove() == "none"
+    engine.send("variant II")
+    engine.send(f"position fen {EMPTY_BUT_ONE_BLACK}")
+    engine.send("go movetime 100")
+    assert engine.bestmove() == "none"
+
+
+def _play_game(
+    engine: EngineProcess, variant: str, rng: random.Random, max_plies: int = 600
+) -> "tuple[str, list[str]]":
+    """The engine plays the side that moves first, the test a random mover; final fen and the moves."""
+    fen, moves = initial_fen(variant), []
+    while game_result(fen, variant) is None and len(moves) < max_plies:
+        legal = legal_moves(fen, variant)
+        if len(moves) % 2 == 0:
+            engine.send("position startpos" + (" moves " + " ".join(moves) if moves else ""))
+            engine.send("go")
+            move = engine.bestmove()
+            assert move in legal, f"ply {len(moves) + 1}: engine played {move!r}, legal {legal} in {fen}"
+        else:
+            move = rng.choice(legal)
+        fen = apply_move(fen, move, variant)
+        moves.append(move)
+    return fen, moves
+
+
+def test_full_game_variant_i_against_a_random_mover(engine):
+    # 600 plies is the ply cap: a game that long is truncated, and the engine then has no move either.
+    fen, moves = _play_game(engine, "I", random.Random(7))
+    assert len(moves) > 10
+    engine.send("position startpos moves " + " ".join(moves))
+    engine.send("go")
+    assert engine.bestmove() == "none"
+    engine.send("d")
+    lines = engine.read_until("info string legal moves")
+    assert lines[0] == f"info string fen {fen}"
+    assert lines[-1] == "info string legal moves (0): none"
+
+
+def test_variant_ii_game_prefix(engine):
+    engine.send("variant II")
+    engine.send("position startpos")
+    engine.send("d")
+    lines = engine.read_until("info string legal moves")
+    assert lines[0] == f"info string fen {initial_fen('II')}"
+    assert "Variant II | Black to move" in lines[1]
+    fen, moves = _play_game(engine, "II", random.Random(11), max_plies=40)
+    assert len(moves) == 40 or game_result(fen, "II") is not None
+
+
+# ---------------------------------------------------------------- in-process
+
+
+@dataclasses.dataclass
+class _Config:
+    num_simulations: int = 64
+
+
+@dataclasses.dataclass
+class _SearchLikeAgent:
+    """Stands in for an mcts agent: records the simulation count of every call."""
+
+    config: _Config = dataclasses.field(default_factory=_Config)
+    name: str = "fake-mcts"
+    seen: list = dataclasses.field(default_factory=list)
+
+    def __call__(self, state, rng):
+        self.seen.append(self.config.num_simulations)
+        return random_legal_actions(state.legal_action_mask, rng)
+
+
+def _session(**kwargs) -> "tuple[EngineSession, io.StringIO]":
+    out = io.StringIO()
+    return EngineSession(out=out, **kwargs), out
+
+
+def test_go_nodes_sets_the_simulations_of_that_search_only():
+    agent = _SearchLikeAgent()
+    session, out = _session(agent=agent)
+    session.handle("go nodes 5")
+    session.handle("go")
+    lines = out.getvalue().splitlines()
+    times = [line for line in lines if line.startswith("info time")]
+    assert times[0].endswith(" nodes 5") and times[1].endswith(" nodes 64")
+    assert agent.seen == [5, 64]  # the searching copy shares the list
+    assert session.agent.config.num_simulations == 64
+    assert sum(line.startswith("bestmove ") for line in lines) == 2
+    assert "error" not in out.getvalue()
+
+
+def test_position_cache_follows_branches_and_bases():
+    session, out = _session()
+    mine = random.Random(3)
+    fens, moves = [initial_fen("I")], []
+    for _ in range(12):
+        move = mine.choice(legal_moves(fens[-1]))
+        fens.append(apply_move(fens[-1], move))
+        moves.append(move)
+    session.handle("position startpos moves " + " ".join(moves))
+    assert int(session.state.ply[0]) == 12
+    # Take back three moves and play another line from there.
+    other = legal_moves(fens[9])[-1]
+    session.handle("position startpos moves " + " ".join(moves[:9] + [other]))
+    session.handle("d")
+    assert out.getvalue().splitlines()[0] == f"info string fen {apply_move(fens[9], other)}"
+    assert int(session.state.ply[0]) == 10
+    # The same move from a fen base is another line: ply counts from that position.
+    session.handle(f"position fen {fens[9]} moves {other}")
+    assert int(session.state.ply[0]) == 1
+    session.handle("position startpos")
+    assert int(session.state.ply[0]) == 0
+    assert "error" not in out.getvalue()
+
+
+def _cases(variant: str, tag: str) -> "list[dict]":
+    path = pathlib.Path(__file__).parent / "data" / "rules_cases.jsonl"
+    cases = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [case for case in cases if case["variant"] == variant and case["tag"] == tag]
+
+
+def _display_fen(session: EngineSession, out: io.StringIO) -> str:
+    out.seek(0)
+    out.truncate(0)
+    session.handle("d")
+    return out.getvalue().splitlines()[0].removeprefix("info string fen ")
+
+
+def test_capture_paths_in_and_out():
+    session, out = _session(agent_spec="greedy")
+    cases = _cases("I", "multi-capture")
+    # Two captures from 12 ending on different squares: 'from x to' names one of them.
+    forked = next(case for case in cases if {"12x23x32x41", "12x23x32x43"} <= set(case["moves"]))
+    session.handle(f"position fen {forked['fen']} moves 12x41")
+    assert _display_fen(session, out) == forked["moves"]["12x23x32x41"]
+    # Two paths with the same start and end: the short form is ambiguous, the full path is not.
+    twins = next(case for case in cases if "22x13x4x15x24x13x22" in case["moves"])
+    session.handle(f"position fen {twins['fen']} moves 22x22")
+    assert "ambiguous" in out.getvalue().splitlines()[-1]
+    session.handle(f"position fen {twins['fen']} moves 22x13x24x15x4x13x22")
+    assert _display_fen(session, out) == twins["moves"]["22x13x24x15x4x13x22"]
+    # The engine answers captures with their full paths, in both variants.
+    for variant in ("I", "II"):
+        session.handle(f"variant {variant}")
+        for case in _cases(variant, "multi-capture")[:5]:
+            out.seek(0)
+            out.truncate(0)
+            session.handle(f"position fen {case['fen']}")
+            session.handle("go")
+            answer = out.getvalue().splitlines()[-1].split()
+            assert answer[0] == "bestmove" and answer[1] in case["moves"], (case["fen"], answer)
