@@ -127,40 +127,44 @@ def test_end_of_input_exits_cleanly(engine):
     assert "Traceback" not in engine.proc.stderr.read()
 
 
-@pytest.mark.parametrize(
-    "command",
-    [
-        "frobnicate",
-        "uci",
-        "position",
-        "position middlegame",
-        "position startpos extra",
-        "position fen",
-        "position fen W:b,b,b",  # too few squares
-        "position fen X:" + ",".join(["b"] * 20 + [""] * 10 + ["w"] * 20),  # bad side to move
-        "position fen W:" + ",".join(["q"] + [""] * 49),  # bad letter
-        "position fen W:" + ",".join(["b"] * 21 + [""] * 9 + ["w"] * 20),  # 21 black men
-        "position startpos moves 31-26 20-25 26-21 17-21",  # 17-21 is not a legal move
-        "position startpos moves 32-27 19-24 33-28 24x33",  # 24x33: no such capture
-        "position startpos moves 32-28 hello",  # malformed move text
-        "position startpos moves 32-28 0-5",  # square out of range
-        "variant III",
-        "variant",
-        "agent no-such-agent",
-        "agent mcts:/no/such/checkpoint.pt",
-        "agent",
-        "go nodes",
-        "go nodes many",
-        "go movetime -5",
-    ],
-)
-def test_errors_are_one_line_and_the_engine_keeps_running(engine, command):
-    engine.send(command)
-    line = engine.read()
-    assert line.startswith("info string error: "), line
-    engine.send("isready")
-    assert engine.read() == "readyok", f"after {command!r}"
+ERROR_COMMANDS = [
+    ("frobnicate", "unknown command"),
+    ("uci", "unknown command"),
+    ("position", "position needs"),
+    ("position middlegame", "got 'middlegame'"),
+    ("position startpos extra", "unexpected 'extra'"),
+    ("position fen", "needs a position text"),
+    ("position fen W:b,b,b", "malformed position"),  # too few squares
+    ("position fen X:" + ",".join(["b"] * 20 + [""] * 10 + ["w"] * 20), "side to move"),  # bad side to move
+    ("position fen W:" + ",".join(["q"] + [""] * 49), "'q'"),  # bad letter
+    ("position fen W:" + ",".join(["b"] * 21 + [""] * 9 + ["w"] * 20), "21 Black men"),  # 21 black men
+    ("position startpos moves 31-26 20-25 26-21 17-21", "illegal move"),  # 17-21 is not a legal move
+    ("position startpos moves 32-27 19-24 33-28 24x33", "illegal move"),  # 24x33: no such capture
+    ("position startpos moves 32-28 hello", "malformed move"),  # malformed move text
+    ("position startpos moves 32-28 0-5", "malformed move"),  # square out of range
+    ("variant III", "unknown variant"),
+    ("variant", "variant needs"),
+    ("agent no-such-agent", "unknown agent"),
+    ("agent mcts:/no/such/checkpoint.pt", "does not exist"),
+    ("agent", "agent needs"),
+    ("go nodes", "needs a number"),
+    ("go nodes many", "whole number"),
+    ("go movetime -5", "at least 1"),
+]
+
+
+def test_errors_are_one_line_and_the_engine_keeps_running(engine):
+    for command, fragment in ERROR_COMMANDS:
+        engine.send(command)
+        line = engine.read()
+        assert line.startswith("info string error: ") and fragment in line, (command, line)
+        engine.send("isready")
+        assert engine.read() == "readyok", f"after {command!r}"
     assert engine.proc.poll() is None
+    engine.send("go")  # still playing, from the start position
+    assert engine.bestmove() in legal_moves(initial_fen("I"))
+    assert engine.close() == 0
+    assert "Traceback" not in engine.proc.stderr.read()
 
 
 def test_failed_position_leaves_the_position_unchanged(engine):

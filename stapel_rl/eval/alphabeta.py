@@ -97,6 +97,16 @@ def evaluate(
     return value.astype(np.float64)
 
 
+#: Square leapt over by each action id (-1 off the board; such actions are never legal).
+_OVER = NEIGHBOR.reshape(-1)
+
+
+def must_capture(state: State) -> np.ndarray:
+    """``bool [N]`` the side to move has a capture (captures are mandatory, so it must take)."""
+    occupied_over = np.take(state.height, np.where(_OVER >= 0, _OVER, 0), axis=1) > 0
+    return (state.legal_action_mask & occupied_over).any(axis=1)
+
+
 def _capture_lengths(node: State, moves: FullMoves) -> np.ndarray:
     """``int [M]`` leaps in each move (0 for a plain move)."""
     first = moves.actions[:, 0]
@@ -119,6 +129,7 @@ class AlphaBetaAgent:
     material_weight: float = 1.0
     mobility_weight: float = 0.1
     points_weight: float = 2.0
+    quiescence: int = 4
     name: str = "alphabeta"
     nodes: int = dataclasses.field(default=0, init=False, repr=False)
 
@@ -149,19 +160,32 @@ class AlphaBetaAgent:
         order = np.lexsort((-scores, -_capture_lengths(node, moves)))
         return moves, scores, order
 
-    def _negamax(self, node: State, depth: int, alpha: float, beta: float, ply: int) -> float:
+    def _searched(self, children: State, depth: int, quiescence: int) -> np.ndarray:
+        """``bool [M]`` children searched further: all live ones above the last ply, then
+        those whose side to move must capture while extensions are left."""
+        live = ~children.done
+        if depth > 1:
+            return live
+        if quiescence <= 0:
+            return np.zeros_like(live)
+        return live & must_capture(children)
+
+    def _negamax(self, node: State, depth: int, alpha: float, beta: float, ply: int, quiescence: int) -> float:
         """Value of a live node (side to move's view), fail-soft: exact inside (alpha, beta)."""
         moves, scores, order = self._expand(node, ply)
-        if depth == 1:
-            return float(scores.max())
         children = moves.state
-        done = children.done
+        deeper = self._searched(children, depth, quiescence)
+        if not deeper.any():
+            return float(scores.max())
+        next_depth, next_q = (depth - 1, quiescence) if depth > 1 else (1, quiescence - 1)
         best = -math.inf
         for i in order:
-            if done[i]:
+            if not deeper[i]:
                 value = scores[i]
             else:
-                value = -self._negamax(take(children, [i]), depth - 1, -beta, -max(alpha, best), ply + 1)
+                value = -self._negamax(
+                    take(children, [i]), next_depth, -beta, -max(alpha, best), ply + 1, next_q
+                )
             if value > best:
                 best = value
                 if best >= beta:
@@ -176,15 +200,16 @@ class AlphaBetaAgent:
         if (first == first[0]).all():  # one choice of next step: nothing to search
             return int(first[0])
         children = moves.state
-        done = children.done
+        deeper = self._searched(children, self.depth, self.quiescence)
+        next_depth, next_q = (self.depth - 1, self.quiescence) if self.depth > 1 else (1, self.quiescence - 1)
         values = np.full(first.size, -math.inf)
         best = -math.inf
         for i in order:
-            if done[i] or self.depth == 1:
+            if not deeper[i]:
                 value = scores[i]
             else:
                 # A window just below the best so far: a move as good as it comes back exact.
-                value = -self._negamax(take(children, [i]), self.depth - 1, -math.inf, -(best - TOLERANCE), 1)
+                value = -self._negamax(take(children, [i]), next_depth, -math.inf, -(best - TOLERANCE), 1, next_q)
             values[i] = value
             best = max(best, value)
         ties = np.flatnonzero(values > best - TOLERANCE)

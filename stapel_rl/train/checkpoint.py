@@ -80,3 +80,17 @@ def load(path: "str | os.PathLike") -> "dict[str, Any]":
     if not isinstance(data, dict) or "model" not in data or "step" not in data:
         raise ValueError(f"{str(path)!r} is not a stapel-rl checkpoint (no model weights or step)")
     return data
+
+
+def export(source: "str | os.PathLike", target: "str | os.PathLike") -> "dict[str, Any]":
+    """Copy a training checkpoint without its optimizer and replay buffer (an agent file, a few MB)."""
+    import io
+
+    data = load(source)
+    keep = {k: data[k] for k in ("model", "model_config", "config", "counters", "seed", "variant", "step",
+                                 "code_version") if k in data}
+    keep["exported_from"] = str(source)
+    buffer = io.BytesIO()
+    torch.save(keep, buffer)
+    atomic_write_bytes(target, buffer.getvalue())
+    return keep
