@@ -53,6 +53,7 @@ def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> Sear
 def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path."""
     t = cfg.train
+    version = checkpoint.code_version()  # of the code this run starts with
     if t.threads:
         torch.set_num_threads(t.threads)
     torch.manual_seed(cfg.seed)
@@ -99,7 +100,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
 
     writer = SummaryWriter(str(out_dir / "tb"), purge_step=counters["iteration"] or None)
     if counters["iteration"] == 0:
-        writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {checkpoint.code_version()}")
+        writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {version}")
     budget = t.hours * 3600.0
     bar = tqdm(total=round(budget) if budget else (t.iterations or None), initial=0, unit="s" if budget else "it",
                desc=f"Variant {variant.name}", dynamic_ncols=True)
@@ -173,6 +174,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 "trainer": trainer.state_dict(), "replay": buffer.to_bytes(), "counters": dict(counters),
                 "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
                 "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
+                "code_version": version,
             }, keep=t.keep_checkpoints)
     bar.close()
     writer.close()

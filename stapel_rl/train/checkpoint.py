@@ -46,12 +46,16 @@ def atomic_write_bytes(path: "str | os.PathLike", data: bytes) -> None:
 
 
 def save(directory: "str | os.PathLike", step: int, payload: "dict[str, Any]", keep: int = 3) -> pathlib.Path:
-    """Save ``payload`` (plus the code version) as ``directory/ckpt_<step>.pt``; keep the newest ``keep``."""
+    """Save ``payload`` as ``directory/ckpt_<step>.pt``; keep the newest ``keep``.
+
+    The payload should carry ``code_version`` as it was when the run started
+    (the checkout may change while a long run goes on); it is filled in now otherwise.
+    """
     import io
 
     directory = pathlib.Path(directory)
     buffer = io.BytesIO()
-    torch.save({**payload, "step": int(step), "code_version": code_version()}, buffer)
+    torch.save({"code_version": code_version(), **payload, "step": int(step)}, buffer)
     path = directory / f"ckpt_{int(step):08d}.pt"
     atomic_write_bytes(path, buffer.getvalue())
     for old in list_checkpoints(directory)[:-keep] if keep > 0 else []:
