@@ -56,7 +56,7 @@ import math
 
 import numpy as np
 
-from stapel_rl.env.geometry import NEIGHBOR
+from stapel_rl.env.geometry import NEIGHBOR, ROW
 from stapel_rl.env.notation import FullMoves, expand_full_moves
 from stapel_rl.env.state import State, take
 
@@ -72,6 +72,7 @@ def evaluate(
     material_weight: float = 1.0,
     mobility_weight: float = 0.1,
     points_weight: float = 2.0,
+    advance_weight: float = 0.0,
 ) -> np.ndarray:
     """``float [N]`` static value of each position from its side to move's view (module docstring).
 
@@ -89,6 +90,12 @@ def evaluate(
     points_diff = state.points[rows, player].astype(np.int64) - state.points[rows, 1 - player]
     if state.variant.points_decide:
         value = value + points_weight * points_diff
+        if advance_weight:
+            # Rows each stack has come from its own back row, as a fraction of the 9 to go.
+            progress = np.where(player[:, None] == 0, 9 - ROW, ROW) / 9.0
+            progress = np.where(sign > 0, progress, 1.0 - progress)
+            advance = (state.height.astype(np.int64) * sign * progress).sum(axis=1)
+            value = value + advance_weight * advance
         outcome = np.sign(points_diff)  # points decide when the side to move has no move
     else:
         outcome = np.full(n, -1)  # the side to move has no move and loses
@@ -129,6 +136,7 @@ class AlphaBetaAgent:
     material_weight: float = 1.0
     mobility_weight: float = 0.1
     points_weight: float = 2.0
+    advance_weight: float = 0.0
     quiescence: int = 4
     name: str = "alphabeta"
     nodes: int = dataclasses.field(default=0, init=False, repr=False)
@@ -148,7 +156,9 @@ class AlphaBetaAgent:
 
     def evaluate(self, state: State, ply: int = 0) -> np.ndarray:
         """Static values of a batch of positions, side to move's view."""
-        return evaluate(state, ply, self.material_weight, self.mobility_weight, self.points_weight)
+        return evaluate(
+            state, ply, self.material_weight, self.mobility_weight, self.points_weight, self.advance_weight
+        )
 
     def _expand(self, node: State, ply: int) -> "tuple[FullMoves, np.ndarray, np.ndarray]":
         """The node's moves, their values from the node's mover's view (static, or exact if the
