@@ -162,6 +162,7 @@ def from_arrays(height: np.ndarray, colours: np.ndarray, player: np.ndarray, var
         last_leapt=np.full(b, -1, dtype=np.int8),
         ply=np.zeros(b, dtype=np.int32),
         last_action=np.full(b, -1, dtype=np.int16),
+        last_was_leap=np.zeros(b, dtype=bool),
         legal_action_mask=np.zeros((b, NUM_ACTIONS), dtype=bool),
         terminated=np.zeros(b, dtype=bool),
         truncated=np.zeros(b, dtype=bool),
@@ -240,6 +241,7 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
         current_player=state.current_player.copy(),
         ply=state.ply.copy(),
         last_action=state.last_action.copy(),
+        last_was_leap=state.last_was_leap.copy(),
     )
     live = ~state.done
     g = np.flatnonzero(live) if not live.all() else np.arange(state.batch_size)
@@ -291,6 +293,7 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     s.current_player[g] = np.where(again, player, 1 - player)
     s.ply[g] += (~again).astype(np.int32)
     s.last_action[g] = a
+    s.last_was_leap[g] = is_leap
     ended_turn = np.zeros(state.batch_size, dtype=bool)
     ended_turn[g] = ~again
     s.terminated = state.terminated.copy()

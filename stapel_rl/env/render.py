@@ -17,15 +17,8 @@ Dark squares show their number in the corner; the squares of the last action
 are highlighted.
 
 The last action is one step (a plain move or a single leap), so after a
-multi-leap capture only its final leap is highlighted. The action id alone
-does not say whether it was a plain move (to ``NEIGHBOR[sq, d]``) or a leap
-(to ``JUMP[sq, d]``); :func:`last_move` decides from the position after it:
-a capture under way means a leap; otherwise the candidate target that holds
-a stack of the mover (a leap target also has a captured man at the bottom) is
-the target; if both qualify, it is a plain move exactly when that move is
-legal in the position rebuilt by undoing it. A few positions can be reached
-both ways with the same action (e.g. 32-28 next to a ``wb`` stack on 23, or
-32x23 over ``bw`` on 28); those are shown as the plain move.
+multi-leap capture only its final leap is highlighted; the state's
+``last_was_leap`` tells a leap from a plain move in the same direction.
 """
 
 from __future__ import annotations
@@ -35,7 +28,6 @@ import xml.sax.saxutils
 
 import numpy as np
 
-from stapel_rl.env.engine import from_arrays
 from stapel_rl.env.fen import format_stack
 from stapel_rl.env.geometry import COL, JUMP, NEIGHBOR, ROW, square_name
 from stapel_rl.env.state import State
@@ -65,25 +57,10 @@ def last_move(state: State, index: int = 0) -> "tuple[int, int, bool] | None":
     action = int(state.last_action[index])
     if action < 0:
         return None
-    heights, colours = _game(state, index)
     src, d = action >> 2, action & 3
-    near, jump = int(NEIGHBOR[src, d]), int(JUMP[src, d])
-    capturing = int(state.capturing[index])
-    if capturing >= 0:
-        return src, capturing, True
-    mover = 1 - int(state.current_player[index])
-
-    def owner(sq: int) -> int:
-        return colours[sq] & 1 if sq >= 0 and heights[sq] else -1
-
-    plain = owner(near) == mover
-    leap = owner(jump) == mover and heights[jump] >= 2 and (colours[jump] >> (heights[jump] - 1)) & 1 != mover
-    if plain and leap:
-        # Undo the plain move and ask the engine whether it was legal there.
-        h, c = np.array([heights], dtype=np.uint8), np.array([colours], dtype=np.uint64)
-        h[0, src], c[0, src], h[0, near], c[0, near] = h[0, near], c[0, near], 0, 0
-        leap = not bool(from_arrays(h, c, np.array([mover]), state.variant).legal_action_mask[0, action])
-    return (src, jump, True) if leap else (src, near, False)
+    if bool(state.last_was_leap[index]):
+        return src, int(JUMP[src, d]), True
+    return src, int(NEIGHBOR[src, d]), False
 
 
 def _move_text(move: "tuple[int, int, bool] | None") -> str:

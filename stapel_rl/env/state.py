@@ -33,6 +33,8 @@ class State:
             the capture under way (it may not be leapt next), -1 if none.
         ply: ``int32 [B]`` full moves played (a multi-leap capture is one ply).
         last_action: ``int16 [B]`` the previous action id, -1 at the start.
+        last_was_leap: ``bool [B]`` whether that action was a leap (a step and
+            a leap in the same direction share the action id).
         legal_action_mask: ``bool [B, 200]`` the legal actions (first steps of
             the legal full moves, maximum capture applied), all False once
             the game is over.
@@ -55,6 +57,7 @@ class State:
     last_leapt: np.ndarray
     ply: np.ndarray
     last_action: np.ndarray
+    last_was_leap: np.ndarray
     legal_action_mask: np.ndarray
     terminated: np.ndarray
     truncated: np.ndarray

@@ -136,8 +136,8 @@ class AlphaBetaAgent:
     material_weight: float = 1.0
     mobility_weight: float = 0.1
     points_weight: float = 2.0
-    advance_weight: float = 0.0
-    quiescence: int = 4
+    advance_weight: float = 1.0
+    quiescence: int = 2
     name: str = "alphabeta"
     nodes: int = dataclasses.field(default=0, init=False, repr=False)
 

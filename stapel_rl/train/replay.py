@@ -115,6 +115,7 @@ class ReplayBuffer:
             white=np.zeros(n, np.uint64),
             black=np.zeros(n, np.uint64),
             last_action=np.full(n, -1, np.int16),
+            last_was_leap=np.zeros(n, bool),
             terminated=np.zeros(n, bool),
             truncated=np.zeros(n, bool),
             rewards=np.zeros((n, 2), np.float32),
