@@ -1,6 +1,6 @@
 """A classical baseline: negamax with alpha-beta pruning over full moves.
 
-Spec ``alphabeta[:DEPTH]`` (default depth 2), e.g. ``alphabeta:4``.
+Spec ``alphabeta[:DEPTH][:q=N]`` (default depth 2, q=2), e.g. ``alphabeta:4``.
 
 Search
     One node is one position at the start of a turn (or, at the root only, a
@@ -9,8 +9,14 @@ Search
     ONE call of :func:`~stapel_rl.env.notation.expand_full_moves`, which is
     batched over the node's moves. ``depth`` counts full moves (plies). The
     children of a node are evaluated statically in one batch as they come; at
-    the last ply those values are the leaves, so no node is expanded below
-    ``depth``.
+    the last ply those values are the leaves.
+
+    Capture extension (a small quiescence search): a leaf whose side to move
+    must capture is not judged statically (the capture is forced and about
+    to change the material) but searched one more ply, up to ``quiescence``
+    extra plies along a line (``q=0`` turns it off). Without it a depth-1
+    search happily offers men to the opponent, since a forced capture shows
+    as low mobility; with it depth 1 beats random play.
 
     Move order: captures first, longer ones first (with the maximum capture
     rule all moves of a node are captures of one length or all are plain
@@ -24,17 +30,22 @@ Search
     When every full move starts with the same action nothing is searched.
 
 Static evaluation, from the view of the side to move (negamax)
-    ``material_weight * (men in the stacks it controls - men in the stacks
-    the opponent controls)``
-    ``+ mobility_weight * (number of legal actions of the side to move)``
-    ``+ points_weight * (its back-row points - the opponent's)`` (Variant II only)
+    ``material_weight (1.0) * (men in the stacks it controls - men in the
+    stacks the opponent controls)``
+    ``+ mobility_weight (0.1) * (number of legal actions of the side to move)``
+    and in Variant II only
+    ``+ points_weight (2.0) * (its back-row points - the opponent's)``
+    ``+ advance_weight (1.0) * (sum over its stacks of height * rows come from
+    its own back row / 9 - the same for the opponent's stacks)``
 
     Every man of a controlled stack counts, whatever his colour (he moves and
     captures with the stack). Mobility is the side to move's OWN count of
     legal first steps (``legal_action_mask.sum()``): the opponent's mobility
     would need a second move generation per leaf, so it is left out (material
-    stands in for the difference). Note that when the side to move must
-    capture, its mask holds only the capture steps, so its mobility is small.
+    stands in for the difference). When the side to move must capture, its
+    mask holds only the capture steps, so its mobility is small; the capture
+    extension keeps such positions off the leaves. The advance term (points
+    still to come) made depth 2 clearly stronger in Variant II.
 
     Terminal positions are exact: the side to move lost (Variant I, or
     Variant II with fewer points) scores ``-(WIN - ply)``, won scores
@@ -128,7 +139,10 @@ class AlphaBetaAgent:
 
     Attributes:
         depth: plies (full moves) searched, at least 1.
-        material_weight, mobility_weight, points_weight: evaluation weights.
+        material_weight, mobility_weight, points_weight, advance_weight:
+            evaluation weights (module docstring; the last two Variant II only).
+        quiescence: extra plies searched along a line while the side to move
+            at a leaf must capture (0: none).
         nodes: positions expanded by the last decision (diagnostics).
     """
 
@@ -142,9 +156,11 @@ class AlphaBetaAgent:
     nodes: int = dataclasses.field(default=0, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        if isinstance(self.depth, bool) or not isinstance(self.depth, (int, np.integer)) or self.depth < 1:
-            raise ValueError(f"alpha-beta depth must be an integer >= 1, got {self.depth!r}")
-        self.depth = int(self.depth)
+        for field, least in (("depth", 1), ("quiescence", 0)):
+            value = getattr(self, field)
+            if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
+                raise ValueError(f"alpha-beta {field} must be an integer >= {least}, got {value!r}")
+        self.depth, self.quiescence = int(self.depth), int(self.quiescence)
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
         actions = np.zeros(state.batch_size, np.int64)
@@ -227,17 +243,30 @@ class AlphaBetaAgent:
 
 
 def from_spec_args(args: "list[str]") -> AlphaBetaAgent:
-    """The agent of spec ``alphabeta[:DEPTH]`` from its arguments (``[]`` or ``[DEPTH]``)."""
-    if len(args) > 1:
-        raise ValueError(f"agent spec 'alphabeta:{':'.join(args)}' has too many parts: use 'alphabeta[:DEPTH]'")
-    if not args:
-        return AlphaBetaAgent()
+    """The agent of spec ``alphabeta[:DEPTH][:q=N]`` from the parts after ``alphabeta``.
+
+    Raises ``ValueError`` on a depth that is not an integer >= 1, a ``q`` that
+    is not an integer >= 0, or any other part.
+    """
+    usage = "use 'alphabeta[:DEPTH][:q=N]' with DEPTH >= 1 and N >= 0, e.g. 'alphabeta:3'"
+    spec = ":".join(["alphabeta", *args])
+    options: "dict[str, int]" = {}
+    rest = list(args)
+    if rest and "=" not in rest[0]:
+        options["depth"] = _integer(rest.pop(0), spec, "the depth", 1, usage)
+    for item in rest:
+        key, _, value = item.partition("=")
+        if key != "q" or "quiescence" in options:
+            raise ValueError(f"agent spec {spec!r}: unexpected part {item!r}; {usage}")
+        options["quiescence"] = _integer(value, spec, "q", 0, usage)
+    return AlphaBetaAgent(**options)
+
+
+def _integer(text: str, spec: str, what: str, least: int, usage: str) -> int:
     try:
-        depth = int(args[0])
+        value = int(text)
     except ValueError:
-        raise ValueError(
-            f"agent spec 'alphabeta:{args[0]}': the depth must be an integer >= 1, e.g. 'alphabeta:3'"
-        ) from None
-    if depth < 1:
-        raise ValueError(f"agent spec 'alphabeta:{args[0]}': the depth must be an integer >= 1, e.g. 'alphabeta:3'")
-    return AlphaBetaAgent(depth)
+        raise ValueError(f"agent spec {spec!r}: {what} {text!r} is not an integer; {usage}") from None
+    if value < least:
+        raise ValueError(f"agent spec {spec!r}: {what} must be >= {least}, got {value}; {usage}")
+    return value

@@ -27,7 +27,9 @@ class SearchConfig:
     c_puct: PUCT exploration constant.
     dirichlet_alpha: concentration of the root Dirichlet noise (PUCT).
     dirichlet_fraction: weight of that noise in the root prior; 0 disables it.
-    temperature: PUCT move choice from visit counts N^(1/T); 0 plays the most visited.
+    temperature: move choice. PUCT: from visit counts N^(1/T), 0 plays the most
+        visited. Gumbel: 0 drops the Gumbel noise (deterministic top-k by prior
+        and value), any other value keeps it (self-play exploration).
     max_considered: Gumbel: actions sampled at the root (sequential halving over them).
     c_visit, c_scale: Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q.
     """
@@ -195,7 +197,8 @@ def search(
                 tree.children_prior[:, 0], legal, config.dirichlet_alpha, config.dirichlet_fraction, rng
             )
     else:
-        noise = np.where(legal, rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
+        scale = 1.0 if config.temperature > 0 else 0.0
+        noise = np.where(legal, scale * rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
     base_visits = tree.children_visits[:, 0].copy()  # inherited from a reused subtree
     for k in range(config.num_simulations):
         _simulate(tree, evaluator, config, k, noise, base_visits)
