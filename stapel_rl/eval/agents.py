@@ -95,7 +95,7 @@ def make_agent(spec: str) -> Agent:
 
 
 def _alphabeta(args: "list[str]") -> Agent:
-    """``alphabeta[:DEPTH]`` (default 2); imported on first use so this module stays cheap."""
+    """``alphabeta[:DEPTH][:q=N]`` (default depth 2); imported on first use so this module stays cheap."""
     from stapel_rl.eval.alphabeta import from_spec_args
 
     return from_spec_args(args)
