@@ -90,3 +90,17 @@ def test_unknown_config_key_fails_with_hydra_error(tmp_path):
     done = run_train(tmp_path / "run", "train.no_such_key=1", timeout=60)
     assert done.returncode != 0
     assert "no_such_key" in done.stderr and "not in" in done.stderr
+
+
+@pytest.mark.slow
+def test_gated_run_records_the_sprt(tmp_path):
+    done = run_train(tmp_path / "run", "train.gate=true", "train.gate_every=1", "train.gate_max_pairs=4",
+                     "train.gate_simulations=2")
+    assert done.returncode == 0, done.stderr[-3000:]
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    events = EventAccumulator(str(tmp_path / "run" / "tb"))
+    events.Reload()
+    assert {"gate/accepted", "gate/llr", "gate/pairs"} <= set(events.Tags()["scalars"])
+    state = checkpoint.load(checkpoint.list_checkpoints(tmp_path / "run" / "checkpoints")[-1])
+    assert state["best_model"] is not None

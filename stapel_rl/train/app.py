@@ -50,6 +50,26 @@ def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> Sear
     )
 
 
+def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
+         ) -> "dict[str, float]":
+    """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
+    from stapel_rl.cli.sprt import run_sprt
+    from stapel_rl.eval.sprt import SPRT
+
+    t = cfg.train
+    candidate = PolicyValueNet(net.config)
+    candidate.load_state_dict(net.state_dict())
+    config = search_config(cfg, t.gate_simulations)
+    test = SPRT(0.0, t.gate_elo1)
+    status = run_sprt(MCTSAgent(NetworkEvaluator(candidate, device="cpu"), config), MCTSAgent(best, config),
+                      variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4,
+                      seed=int(rng.integers(1 << 30)), verbose=False)
+    if status == "H1":
+        best.net.load_state_dict(net.state_dict())
+    return {"gate/accepted": float(status == "H1"), "gate/llr": test.llr(), "gate/pairs": len(test.scores),
+            "gate/score": float(np.mean(test.scores))}
+
+
 def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path."""
     t = cfg.train
@@ -80,8 +100,10 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     # --- resume from the newest checkpoint of this run (or cfg.resume) ----------------------
     ckpt_dir = out_dir / "checkpoints"
     resume = cfg.resume or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]
+    best_model = None  # with gating: the network self-play uses, if not the trained one
     if resume:
         state = checkpoint.load(resume)
+        best_model = state.get("best_model")
         net.load_state_dict(state["model"])
         trainer.load_state_dict(state["trainer"])
         buffer.load_bytes(state["replay"])
@@ -90,7 +112,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         torch.set_rng_state(state["torch_rng"])
         tqdm.write(f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
                    f"{len(buffer)} positions in the replay buffer")
-    evaluator.net.load_state_dict(net.state_dict())
+    evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay = SelfPlay(variant, evaluator, search_config(cfg), SelfPlayConfig(
         num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
         fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
@@ -130,10 +152,13 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
                 history.append(trainer.step(buffer.sample(t.batch_size, rng)))
         train_seconds = time.perf_counter() - train_start
-        evaluator.net.load_state_dict(net.state_dict())
+        scalars = mean_metrics(history) if history else {}
+        if not t.gate:
+            evaluator.net.load_state_dict(net.state_dict())
+        elif it % t.gate_every == 0:
+            scalars.update(gate(cfg, net, evaluator, variant, rng))
 
         # 3. log
-        scalars = mean_metrics(history) if history else {}
         scalars.update({
             "selfplay/positions_per_s": len(positions) / selfplay_seconds,
             "selfplay/network_share": evaluator.seconds / selfplay_seconds,
@@ -174,7 +199,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 "trainer": trainer.state_dict(), "replay": buffer.to_bytes(), "counters": dict(counters),
                 "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
                 "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
-                "code_version": version,
+                "code_version": version, "best_model": evaluator.net.state_dict() if t.gate else None,
             }, keep=t.keep_checkpoints)
     bar.close()
     writer.close()

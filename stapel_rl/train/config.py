@@ -64,6 +64,11 @@ class TrainConfig:
     eval_simulations: int = 16  # simulations of the evaluated MCTS agent
     checkpoint_every: int = 1  # iterations between checkpoints
     keep_checkpoints: int = 2  # newest checkpoints kept on disk
+    gate: bool = False  # self-play keeps the best network; a new one replaces it only after an SPRT accepts it
+    gate_every: int = 5  # iterations between gating tests (with gate)
+    gate_elo1: float = 20.0  # SPRT H1: the candidate is at least this much stronger (H0: not stronger)
+    gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: keep the old one)
+    gate_simulations: int = 8  # simulations of both agents in gating games
     image_every: int = 10  # iterations between self-play position images in TensorBoard (0 = never)
     threads: int = 0  # torch threads (0 = torch's default)
 
