@@ -143,15 +143,17 @@ def _simulate(
         if not active.size:
             break
         n = node[active]
-        if config.algorithm == "puct":
-            a = puct.select(tree, active, n, config.c_puct, noise)
-        elif root:
-            a = gumbel.select_root(
+        a = tree.forced[active, n].astype(np.int64)
+        free = np.flatnonzero(a < 0)  # nodes with a choice; the others have one legal action
+        if free.size and config.algorithm == "puct":
+            a[free] = puct.select(tree, active[free], n[free], config.c_puct, noise)
+        elif free.size and root:
+            a[free] = gumbel.select_root(
                 tree, noise, k, config.max_considered, config.num_simulations, config.c_visit, config.c_scale,
                 base_visits,
-            )[active]
-        else:
-            a = gumbel.select_interior(tree, active, n, config.c_visit, config.c_scale)
+            )[active[free]]
+        elif free.size:
+            a[free] = gumbel.select_interior(tree, active[free], n[free], config.c_visit, config.c_scale)
         root = False
         child = tree.children_index[active, n, a]
         stop = child < 0

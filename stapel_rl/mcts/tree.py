@@ -36,6 +36,8 @@ class Tree:
             view of the player to move at the parent.
         player: ``int8 [B, N]`` player to move at the node (0 White, 1 Black).
         terminal: ``bool [B, N]`` the game is over at the node.
+        forced: ``int32 [B, N]`` the only legal action of the node, -1 if it has
+            none or several (forced captures make long single-move chains).
         states: the engine state of every node, each field shaped ``[B, N, ...]``.
         num_nodes: ``int32 [B]`` nodes in use (the next free index).
     """
@@ -51,6 +53,7 @@ class Tree:
     children_values: np.ndarray
     player: np.ndarray
     terminal: np.ndarray
+    forced: np.ndarray
     states: State
     num_nodes: np.ndarray
 
@@ -71,9 +74,10 @@ class Tree:
 _FILL = {
     "node_visits": 0, "node_values": 0, "raw_values": 0, "parents": -1, "action_from_parent": -1,
     "children_index": -1, "children_prior": 0, "children_visits": 0, "children_values": 0,
-    "player": 0, "terminal": False,
+    "player": 0, "terminal": False, "forced": -1,
 }
-PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal")
+PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal",
+            "forced")
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
 
 
@@ -107,6 +111,7 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
         children_values=np.zeros((b, n, NUM_ACTIONS), np.float32),
         player=np.zeros((b, n), np.int8),
         terminal=np.zeros((b, n), bool),
+        forced=np.full((b, n), -1, np.int32),
         states=states,
         num_nodes=np.ones(b, np.int32),
     )
@@ -124,6 +129,8 @@ def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State
         getattr(tree.states, f)[games, nodes] = getattr(states, f)
     tree.player[games, nodes] = states.current_player
     tree.terminal[games, nodes] = states.terminated | states.truncated
+    mask = states.legal_action_mask
+    tree.forced[games, nodes] = np.where(mask.sum(axis=1) == 1, mask.argmax(axis=1), -1)
 
 
 def subtree(
