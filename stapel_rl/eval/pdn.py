@@ -33,10 +33,9 @@ def full_move_texts(start: State, actions: "list[int]") -> "tuple[list[str], Sta
     state, texts, path = start, [], []
     for a in actions:
         src, d = a // 4, a % 4
-        leap = state.height[0, NEIGHBOR[src, d]] > 0
-        path = path or [src]
-        path.append(int(JUMP[src, d] if leap else NEIGHBOR[src, d]))
         state = engine.step(state, np.array([a]))
+        path = path or [src]
+        path.append(int(JUMP[src, d] if state.last_was_leap[0] else NEIGHBOR[src, d]))
         if state.capturing[0] < 0:
             texts.append(move_text(path))
             path = []
