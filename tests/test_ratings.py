@@ -60,3 +60,13 @@ def test_sprt_accepts_h0_for_identical_players_most_of_the_time():
     outcomes = [play_pairs(SPRT(0, 30, 0.05, 0.05), 0.0, np.random.default_rng(seed))[0] for seed in range(40)]
     assert outcomes.count("H0") >= 34  # alpha = 0.05: about 2 of 40 may wrongly accept H1
     assert outcomes.count("continue") == 0
+
+
+def test_likelihood_of_superiority():
+    w, b, s, pair = synthetic_games(np.array([0.0, 300.0]), 30, np.random.default_rng(3))
+    r = rate(["random", "a"], w, b, s, pair, anchor="random", bootstrap=10)
+    wins = np.zeros((2, 2))
+    wins[1, 0], wins[0, 1] = 20, 2
+    assert r.likelihood_of_superiority(wins, 1, 0) > 0.99
+    assert r.likelihood_of_superiority(wins, 0, 1) < 0.01
+    assert r.likelihood_of_superiority(np.zeros((2, 2)), 0, 1) == 0.5

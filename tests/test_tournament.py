@@ -70,6 +70,8 @@ def test_tournament_command_writes_ratings(tmp_path):
     assert ratings["games"] == 8 and ratings["config"]["variant"] == "II"
     assert {r["player"] for r in ratings["ratings"]} == {"greedy", "random"}
     assert (out / "ratings.csv").read_text().startswith("player,elo")
+    (los,) = ratings["likelihood_of_superiority"]
+    assert los["better"] == ratings["ratings"][0]["player"] and 0 <= los["los"] <= 1
     assert len(read_games((out / "games.pdn").read_text())) == 8
 
 

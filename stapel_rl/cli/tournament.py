@@ -89,6 +89,16 @@ def main(argv: "list[str] | None" = None) -> int:
     ratings = rate(players, [index[g["white"]] for g in games], [index[g["black"]] for g in games],
                    [g["white_score"] for g in games], [g["pair"] for g in games], anchor=args.anchor, seed=args.seed)
     print(f"\nVariant {config.variant.name}, {len(games)} games\n" + ratings.table())
+    wins = np.zeros((len(players), len(players)))
+    for g in games:
+        w, b = index[g["white"]], index[g["black"]]
+        wins[w, b] += g["white_score"] == 1
+        wins[b, w] += g["white_score"] == 0
+    order = ratings.order()
+    los = [{"better": players[a], "worse": players[b], "los": ratings.likelihood_of_superiority(wins, a, b)}
+           for a, b in zip(order[:-1], order[1:])]
+    print("likelihood of superiority over the next in rank (direct games): " +
+          ", ".join(f"{x['better']} > {x['worse']}: {100 * x['los']:.1f}%" for x in los))
     rows = ratings.to_rows()
     with (out / "ratings.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
@@ -97,7 +107,8 @@ def main(argv: "list[str] | None" = None) -> int:
     from stapel_rl.train.checkpoint import code_version
 
     (out / "ratings.json").write_text(json.dumps({"config": _config_dict(config), "code_version": code_version(),
-                                                  "games": len(games), "ratings": rows}, indent=2))
+                                                  "games": len(games), "ratings": rows,
+                                                  "likelihood_of_superiority": los}, indent=2))
     (out / "games.pdn").write_text("\n".join(
         write_game(config.variant, g["actions"], {"Event": "stapel-tournament", "White": g["white"],
                                                   "Black": g["black"]}, fen=g["opening"]) for g in games))
