@@ -15,7 +15,7 @@ import numpy as np
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
 from stapel_rl.mcts import gumbel, puct
-from stapel_rl.mcts.tree import Tree, allocate, read_states, write_states
+from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
 
@@ -103,6 +103,7 @@ def _evaluate(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State, e
         value[live] = evaluation.value
         prior = masked_softmax(evaluation.logits, states.legal_action_mask[live])
         tree.children_prior[games[live], nodes[live]] = prior
+        tree.children_values[games[live], nodes[live]] = np.where(states.legal_action_mask[live], 0, ILLEGAL_VALUE)
     tree.raw_values[games, nodes] = value
 
 

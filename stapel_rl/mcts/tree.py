@@ -33,7 +33,8 @@ class Tree:
         children_prior: ``float32 [B, N, A]`` prior probabilities (0 on illegal actions).
         children_visits: ``int32 [B, N, A]`` visits of each child.
         children_values: ``float32 [B, N, A]`` mean value of each child from the
-            view of the player to move at the parent.
+            view of the player to move at the parent; 0 before its first visit,
+            ``ILLEGAL_VALUE`` for illegal actions of expanded nodes.
         player: ``int8 [B, N]`` player to move at the node (0 White, 1 Black).
         terminal: ``bool [B, N]`` the game is over at the node.
         forced: ``int32 [B, N]`` the only legal action of the node, -1 if it has
@@ -70,6 +71,9 @@ class Tree:
         """``bool [B, N, A]`` legal actions of each node."""
         return self.states.legal_action_mask
 
+
+#: Value stored for illegal children: PUCT never picks them, without a mask.
+ILLEGAL_VALUE = np.float32(-1e9)
 
 _FILL = {
     "node_visits": 0, "node_values": 0, "raw_values": 0, "parents": -1, "action_from_parent": -1,
