@@ -7,6 +7,7 @@ games). Agents are named by short specs on the command line:
     random                      uniformly random legal action
     greedy                      the full move that leaves it controlling the most
                                 men (Variant II: most points first), ties random
+    alphabeta[:DEPTH][:q=N]     negamax with alpha-beta over full moves (default depth 2)
     mcts:PATH[:sims=64][:algorithm=puct|gumbel]   checkpoint + search, temperature 0
     policy:PATH                 the checkpoint's raw policy, no search
 """
@@ -20,7 +21,7 @@ import numpy as np
 
 from stapel_rl.env import expand_full_moves
 from stapel_rl.env.sampling import random_legal_actions
-from stapel_rl.env.state import State
+from stapel_rl.env.state import State, take
 
 
 class Agent(Protocol):
@@ -55,8 +56,6 @@ class GreedyAgent:
         live = np.flatnonzero(~state.done)
         if not live.size:
             return actions
-        from stapel_rl.env.state import take
-
         moves = expand_full_moves(take(state, live))
         mover = state.current_player[live][moves.parent]
         score = controlled_men(moves.state, mover).astype(np.float64)
@@ -70,7 +69,6 @@ class GreedyAgent:
         return actions
 
 
-AgentFactory = Callable[[str, str], Agent]
 _FACTORIES: "dict[str, Callable[[list[str]], Agent]]" = {
     "random": lambda args: RandomAgent(),
     "greedy": lambda args: GreedyAgent(),
