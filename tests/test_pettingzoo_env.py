@@ -107,6 +107,24 @@ def test_multi_leap_in_random_play():
     assert repeats, "no multi-leap in this game"
 
 
+def play_out(e, choose):
+    """Play ``e`` to the end with ``choose(mask) -> action``; per-agent reward totals and the (terminated,
+    truncated) flags seen at each dead step. Rewards are 0 on every step before the end."""
+    totals = {agent: 0.0 for agent in e.possible_agents}
+    ends = []
+    while e.agents:
+        agent = e.agent_selection
+        obs, reward, terminated, truncated, _ = e.last()
+        totals[agent] += reward
+        if terminated or truncated:
+            ends.append((terminated, truncated))
+            e.step(None)
+        else:
+            assert reward == 0
+            e.step(choose(obs["action_mask"]))
+    return totals, ends
+
+
 @pytest.mark.parametrize(
     "variant, position, rewards",
     [
@@ -122,17 +140,8 @@ def test_multi_leap_in_random_play():
 def test_final_rewards(variant, position, rewards):
     e = env(variant=variant)
     e.reset(options={"fen": position})
-    totals = {agent: 0.0 for agent in e.possible_agents}
-    while e.agents:
-        agent = e.agent_selection
-        obs, reward, terminated, truncated, _ = e.last()
-        totals[agent] += reward
-        if terminated or truncated:
-            assert terminated and not truncated
-            e.step(None)
-        else:
-            assert reward == 0
-            e.step(int(np.flatnonzero(obs["action_mask"])[0]))
+    totals, ends = play_out(e, lambda mask: int(np.flatnonzero(mask)[0]))
+    assert all(terminated and not truncated for terminated, truncated in ends)
     assert totals == rewards
     assert sum(totals.values()) == 0
 
@@ -175,16 +184,8 @@ def test_ply_cap_truncates_with_zero_rewards():
     e = env(variant="II", ply_cap=6)
     e.reset()
     rng = np.random.default_rng(2)
-    totals = {agent: 0.0 for agent in e.possible_agents}
-    while e.agents:
-        agent = e.agent_selection
-        obs, reward, terminated, truncated, _ = e.last()
-        totals[agent] += reward
-        if terminated or truncated:
-            assert truncated and not terminated
-            e.step(None)
-        else:
-            e.step(int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    totals, ends = play_out(e, lambda mask: int(rng.choice(np.flatnonzero(mask))))
+    assert all(truncated and not terminated for terminated, truncated in ends)
     assert totals == {"player_0": 0.0, "player_1": 0.0}
     assert e.unwrapped.state.ply[0] == 6
 

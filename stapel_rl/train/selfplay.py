@@ -71,16 +71,16 @@ class SelfPlay:
         parts: "list[Positions]" = []
         collected = 0
         while collected < min_positions:
-            done = self._decide()
-            for g in np.flatnonzero(done):
-                part = self._finish(g)
+            final = self._decide()
+            for g in np.flatnonzero(final.done):
+                part = self._finish(g, final)
                 if part is not None:
                     parts.append(part)
                     collected += len(part)
         return Positions.concatenate(parts)
 
-    def _decide(self) -> np.ndarray:
-        """One search and one action in every game; returns which games just ended."""
+    def _decide(self) -> State:
+        """One search and one action in every game; returns the games after it (``done``: just ended)."""
         cfg, state = self.config, self.state
         full = cfg.fast_simulations <= 0 or self.rng.random() < cfg.full_search_prob
         sims = self.search_config.num_simulations if full else cfg.fast_simulations
@@ -99,24 +99,20 @@ class SelfPlay:
                     **{k: getattr(state, k)[g] for k in STATE_FIELDS}, "policy": policy[g]})
         for g in np.flatnonzero(~state.done):
             self.actions[g].append(int(action[g]))
-        new_state = engine.step(state, action)
-        done = new_state.done & ~state.done
-        self._result = new_state.rewards[:, 0].copy()
-        self._points = new_state.points.copy()
-        self._plies = new_state.ply.copy()
+        new_state = engine.step(state, action)  # no game was over before: finished ones restart below
         restarted = engine.reset_games(new_state, new_state.done)
         fresh = new_state.done if cfg.reuse_tree else np.ones(state.batch_size, bool)
         self.tree, _ = subtree(out.tree, action, restarted, self.capacity, self.search_config.num_simulations + 1,
                                fresh=fresh, out=self.spare)
         self.spare = out.tree
         self.state = restarted
-        return done
+        return new_state
 
-    def _finish(self, g: int) -> "Positions | None":
+    def _finish(self, g: int, final: State) -> "Positions | None":
         """Turn game ``g``'s records into training positions and start it afresh."""
         records, self.records[g] = self.records[g], []
-        result, points = int(self._result[g]), self._points[g].astype(np.float32)
-        self.finished_games.append(GameRecord(self.actions[g], result, int(self._plies[g])))
+        result, points = int(final.rewards[g, 0]), final.points[g].astype(np.float32)
+        self.finished_games.append(GameRecord(self.actions[g], result, int(final.ply[g])))
         self.actions[g] = []
         if not records:
             return None
