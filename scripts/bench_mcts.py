@@ -4,37 +4,33 @@
    B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel. Each search
    runs from mid-game positions (20 random plies) and reuses the previous
    search's tree arrays, as self-play does.
-2. Positions/s of a network preset alone (batch 512, ``NetworkEvaluator``).
-3. A search with that network: simulations/s and the share of the search's
-   wall time spent inside the network (evaluator time / search time).
+2. Positions/s of a network preset alone (batch 512, ``NetworkEvaluator``):
+   the fp32 10x10 reference and the fast path self-play uses (10x5 compact
+   layout, batch norm folded, bf16 where native; see scripts/bench_net.py).
+3. A search with the fast network: simulations/s and the share of the
+   search's wall time spent inside the network (evaluator time / search time).
 
-Usage: python scripts/bench_mcts.py [--model default] [--net-batch 512] [--net-sims 32] [--quick]
+Usage: python scripts/bench_mcts.py [--model small] [--net-batch 512] [--net-sims 32] [--quick]
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import time
 
 import numpy as np
 import torch
 
-from stapel_rl.env import State, concatenate, engine, take
-from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env import State
+from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
 
 
 def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
-    """``batch`` positions after about ``plies`` random actions: live, at the start of a turn."""
-    state, picked = engine.init("I", 2 * batch), []
-    for ply in range(plies + 1000):
-        if ply >= plies:
-            picked.append(take(state, np.flatnonzero(~state.done & (state.capturing < 0))))
-            if sum(p.batch_size for p in picked) >= batch:
-                break
-        state = engine.reset_games(engine.step(state, random_legal_actions(state.legal_action_mask, rng)), state.done)
-    return take(concatenate(picked), np.arange(batch))
+    """``batch`` live Variant I positions after about ``plies`` random actions, at the start of a turn."""
+    return random_positions("I", batch, plies, rng)
 
 
 def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> float:
@@ -48,7 +44,7 @@ def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="default", choices=sorted(PRESETS))
+    parser.add_argument("--model", default="small", choices=sorted(PRESETS), help="network size (default: the default config's)")
     parser.add_argument("--net-batch", type=int, default=512, help="games searched at once with the network")
     parser.add_argument("--net-sims", type=int, default=32, help="simulations per search with the network")
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
@@ -67,16 +63,20 @@ def main() -> None:
                 print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}", flush=True)
 
     print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
-    net = PolicyValueNet(PRESETS[args.model])
-    evaluator = NetworkEvaluator(net, device="cpu")
     state = midgame(args.net_batch, 20, rng)
-    evaluator(state)
-    evaluator.reset_stats()
-    for _ in range(repeats * 3):
-        evaluator(state)
-    print(f"parameters {sum(p.numel() for p in net.parameters()):,}; positions/s {evaluator.positions_per_second:,.0f}")
+    reference = NetworkEvaluator(PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout="grid")),
+                                 device="cpu", precision="fp32", fold=False)
+    net = PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout="compact"))
+    evaluator = NetworkEvaluator(net, device="cpu")
+    for name, e in (("fp32 10x10", reference), (f"fast ({evaluator.precision} 10x5)", evaluator)):
+        e(state)
+        e.reset_stats()
+        for _ in range(repeats * 3):
+            e(state)
+        print(f"{name:>16}: positions/s {e.positions_per_second:,.0f}")
+    print(f"parameters {sum(p.numel() for p in net.parameters()):,}")
 
-    print(f"\n3. search with network '{args.model}': B={args.net_batch}, {args.net_sims} simulations")
+    print(f"\n3. search with the fast network '{args.model}': B={args.net_batch}, {args.net_sims} simulations")
     for algorithm in ("puct", "gumbel"):
         config = SearchConfig(args.net_sims, algorithm)
         out = search(state, evaluator, config, rng)

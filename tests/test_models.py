@@ -42,7 +42,7 @@ def trained_bn_net(config: NetworkConfig, seed: int = 0) -> PolicyValueNet:
     net.train()
     with torch.no_grad():
         for _ in range(3):
-            net(torch.from_numpy(encode(random_states(16, seed))) * 3.0 + 0.5)
+            net(torch.from_numpy(encode(random_states(16, seed), config.layout)) * 3.0 + 0.5)
     return net
 
 
@@ -187,8 +187,8 @@ def test_evaluator_one_hot_on_a_legal_canonical_id_picks_that_legal_board_action
 def test_evaluator_chunking_matches_one_batch(config):
     state = random_states(23, seed=3)
     net = trained_bn_net(config)
-    whole = NetworkEvaluator(net, device="cpu", max_batch=1024)(state)
-    chunked = NetworkEvaluator(net, device="cpu", max_batch=5)(state)
+    whole = NetworkEvaluator(net, device="cpu", max_batch=1024, precision="fp32")(state)
+    chunked = NetworkEvaluator(net, device="cpu", max_batch=5, precision="fp32")(state)
     assert isinstance(whole, Evaluation)
     assert whole.logits.dtype == np.float32 and whole.value.dtype == np.float32
     assert whole.logits.shape == (23, NUM_ACTIONS) and whole.value.shape == (23,)
@@ -205,7 +205,7 @@ def test_evaluator_runs_in_eval_mode_and_restores_mode():
     net = trained_bn_net(TINY_POINTS)
     assert net.training
     before = {k: v.clone() for k, v in net.state_dict().items()}
-    evaluator = NetworkEvaluator(net, device="cpu")
+    evaluator = NetworkEvaluator(net, device="cpu", precision="fp32")
     state = random_states(9, seed=4)
     evaluation = evaluator(state)
     assert net.training  # the caller's mode is restored
@@ -242,3 +242,42 @@ def test_evaluator_auto_device_and_bad_max_batch():
     assert evaluator.device.type == ("cuda" if torch.cuda.is_available() else "cpu")
     with pytest.raises(ValueError):
         NetworkEvaluator(PolicyValueNet(TINY), max_batch=0)
+
+
+# --- the compact layout ----------------------------------------------------------------
+
+TINY_COMPACT = NetworkConfig(**{**TINY.__dict__, "layout": "compact", "points_head": True})
+
+
+def test_compact_network_shapes_and_parity_plane():
+    net = PolicyValueNet(TINY_COMPACT).eval()
+    state = random_states(7, seed=5)
+    logits, value, points = net(torch.from_numpy(encode(state, "compact")))
+    assert logits.shape == (7, NUM_ACTIONS) and value.shape == (7,) and points.shape == (7,)
+    # Row 0 (Black's back row, dark squares on odd columns) is even: its neighbours below are slots k, k+1.
+    np.testing.assert_array_equal(net.parity[0, 0, :, 0].numpy(), [1, 0, 1, 0, 1, 0, 1, 0, 1, 0])
+    assert net.stem[0][0].in_channels == NUM_PLANES + 1
+    # Half the cells: the heads read 50 features per plane.
+    assert net.policy_out.in_features == TINY_COMPACT.policy_channels * 50
+    assert "parity" not in net.state_dict()  # rebuilt from the config, not stored
+
+
+def test_network_rejects_planes_of_the_other_layout():
+    with pytest.raises(ValueError, match="compact network takes planes"):
+        PolicyValueNet(TINY_COMPACT)(torch.zeros(2, NUM_PLANES, 10, 10))
+    with pytest.raises(ValueError, match="grid network takes planes"):
+        PolicyValueNet(TINY)(torch.zeros(2, NUM_PLANES, 10, 5))
+    with pytest.raises(ValueError, match="layout"):
+        NetworkConfig(layout="hex")
+
+
+def test_evaluator_encodes_in_the_network_layout():
+    net = trained_bn_net(TINY)  # grid
+    compact = PolicyValueNet(TINY_COMPACT)
+    state = random_states(6, seed=6)
+    assert NetworkEvaluator(compact, "cpu")(state).logits.shape == (6, NUM_ACTIONS)
+    evaluation = NetworkEvaluator(net, "cpu", precision="fp32", fold=False)(state)
+    net.eval()
+    with torch.no_grad():
+        logits, value, _ = net(torch.from_numpy(encode(state, "grid")))
+    np.testing.assert_allclose(evaluation.value, value.numpy(), rtol=1e-5, atol=1e-6)

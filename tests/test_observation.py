@@ -107,3 +107,41 @@ def test_capture_planes_mark_the_capturing_stack():
     assert obs[PLANES.index("capturing"), r, c] == 1 and obs[PLANES.index("capturing")].sum() == 1
     r, c = divmod(CELL[31], 10)
     assert obs[PLANES.index("last_leapt"), r, c] == 1
+
+
+# --- the compact 10x5 layout -----------------------------------------------------------
+
+
+def test_compact_layout_is_the_grid_on_dark_squares():
+    rng = np.random.default_rng(5)
+    state = init("II", 64)
+    for _ in range(25):
+        state = step(state, random_legal_actions(state.legal_action_mask, rng))
+    grid, compact = encode(state, "grid"), encode(state, "compact")
+    assert compact.shape == (64, NUM_PLANES, 10, 5) and compact.dtype == np.float32
+    by_square = compact.reshape(64, NUM_PLANES, 50)
+    np.testing.assert_array_equal(grid.reshape(64, NUM_PLANES, 100)[:, :, CELL], by_square)
+    # Light squares hold only the whole-board planes (13-17) in the grid layout.
+    light = np.setdiff1d(np.arange(100), CELL)
+    assert (grid.reshape(64, NUM_PLANES, 100)[:, :13, light] == 0).all()
+    np.testing.assert_array_equal(grid.reshape(64, NUM_PLANES, 100)[:, 13:, light],
+                                  np.repeat(by_square[:, 13:, :1], light.size, axis=2))
+
+
+def test_compact_planes_of_the_initial_position():
+    # Variant I, White to move: Black's men on squares 1-20 (rows 0-3), White's on 31-50 (rows 6-9).
+    #   row 0  b b b b b        row 5  . . . . .
+    #   row 1  b b b b b        row 6  w w w w w
+    #   row 2  b b b b b        row 7  w w w w w
+    #   row 3  b b b b b        row 8  w w w w w
+    #   row 4  . . . . .        row 9  w w w w w
+    obs = encode(init("I", 1), "compact")[0]
+    own, opp = obs[PLANES.index("own_at_depth_0")], obs[PLANES.index("opp_at_depth_0")]
+    np.testing.assert_array_equal(own, np.repeat([[0], [0], [0], [0], [0], [0], [1], [1], [1], [1]], 5, axis=1))
+    np.testing.assert_array_equal(opp, own[::-1])
+    assert (obs[PLANES.index("height")] == (own + opp) / 20).all()
+
+
+def test_unknown_layout_is_rejected():
+    with pytest.raises(ValueError, match="layout"):
+        encode(init("I", 1), "hex")

@@ -44,6 +44,10 @@ PLANES = (
     + ["own_points", "opp_points", "ply_progress", "variant_ii", "ones"]
 )
 NUM_PLANES = len(PLANES)
+#: Planes 0..12 vary by square; the rest are whole-board constants.
+NUM_BOARD_PLANES = 13
+#: Spatial shape of each observation layout (see ``encode``).
+LAYOUTS = {"grid": (10, 10), "compact": (10, 5)}
 #: Flat cell (row * 10 + col) of each square index on the 10x10 grid.
 CELL = (ROW * 10 + COL).astype(np.int64)
 _SQUARES = np.arange(NUM_SQUARES)
@@ -72,8 +76,13 @@ def canonical_mask(state: State) -> np.ndarray:
     return np.where((state.current_player == 1)[:, None], np.take(mask, ROTATE_ACTION, axis=1), mask)
 
 
-def encode(state: State) -> np.ndarray:
-    """Canonical observation planes ``float32 [B, NUM_PLANES, 10, 10]`` of the side to move."""
+def encode_squares(state: State) -> np.ndarray:
+    """Canonical planes on the 50 dark squares only: ``float32 [B, NUM_PLANES, 50]``.
+
+    Square ``sq`` of the canonical view is entry ``sq`` (row ``sq // 5``), so a
+    reshape to ``[B, NUM_PLANES, 10, 5]`` is the compact 10x5 layout; the whole-board
+    planes 13-17 hold their value on every square.
+    """
     b = state.batch_size
     player = state.current_player.astype(np.int64)
     # Rotating the board reverses the square order (sq -> 49 - sq).
@@ -87,26 +96,19 @@ def encode(state: State) -> np.ndarray:
     opp = ~(colours ^ flip) & in_stack
     own_men = np.bitwise_count(own)
 
-    planes = np.zeros((b, NUM_PLANES, NUM_SQUARES), dtype=np.float32)
+    planes = np.empty((b, NUM_PLANES, NUM_SQUARES), dtype=np.float32)
     men = np.stack([own, opp], axis=1)[:, :, None, :]  # [B, 2, 1, 50]
     depth_planes = (men >> _DEPTH_BITS[None, None, :, None]) & np.uint64(1)  # [B, 2, DEPTHS, 50]
     planes[:, : 2 * DEPTHS] = depth_planes.reshape(b, 2 * DEPTHS, NUM_SQUARES)
     planes[:, 8] = height / 20.0
     planes[:, 9] = own_men / 20.0
     planes[:, 10] = (height - own_men) / 20.0
+    planes[:, 11:13] = 0.0
     for plane, square in ((11, state.capturing), (12, state.last_leapt)):
         square = square.astype(np.int64)
         g = np.flatnonzero(square >= 0)
         canonical = np.where(player[g] == 1, ROTATE_SQUARE[square[g]], square[g])
         planes[g, plane, canonical] = 1.0
-
-    # Dark squares of even rows sit on odd columns and vice versa: two strided
-    # copies put the 50 squares onto the 10x10 grid (square = 10 * row_pair + 5 * parity + k).
-    grid = np.zeros((b, NUM_PLANES, 5, 2, 5, 2), dtype=np.float32)
-    by_row = planes.reshape(b, NUM_PLANES, 5, 2, 5)
-    grid[:, :13, :, 0, :, 1] = by_row[:, :13, :, 0, :]
-    grid[:, :13, :, 1, :, 0] = by_row[:, :13, :, 1, :]
-    grid = grid.reshape(b, NUM_PLANES, 100)
     own_points = state.points[np.arange(b), player]
     opp_points = state.points[np.arange(b), 1 - player]
     scalars = np.stack(
@@ -119,5 +121,30 @@ def encode(state: State) -> np.ndarray:
         ],
         axis=1,
     ).astype(np.float32)
-    grid[:, 13:18, :] = scalars[:, :, None]
+    planes[:, NUM_BOARD_PLANES:] = scalars[:, :, None]
+    return planes
+
+
+def encode(state: State, layout: str = "grid") -> np.ndarray:
+    """Canonical observation planes of the side to move.
+
+    ``layout="grid"`` (the environments' observation): ``float32 [B, NUM_PLANES,
+    10, 10]``, board planes 0 on light squares. ``layout="compact"``: ``float32
+    [B, NUM_PLANES, 10, 5]``, only the 50 dark squares (row r, k-th dark square
+    of the row), half the cells for a network to convolve over.
+    """
+    if layout not in LAYOUTS:
+        raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {layout!r}")
+    planes = encode_squares(state)
+    b = state.batch_size
+    if layout == "compact":
+        return planes.reshape(b, NUM_PLANES, *LAYOUTS["compact"])
+    # Dark squares of even rows sit on odd columns and vice versa: two strided
+    # copies put the 50 squares onto the 10x10 grid (square = 10 * row_pair + 5 * parity + k).
+    grid = np.zeros((b, NUM_PLANES, 5, 2, 5, 2), dtype=np.float32)
+    by_row = planes.reshape(b, NUM_PLANES, 5, 2, 5)
+    grid[:, :NUM_BOARD_PLANES, :, 0, :, 1] = by_row[:, :NUM_BOARD_PLANES, :, 0, :]
+    grid[:, :NUM_BOARD_PLANES, :, 1, :, 0] = by_row[:, :NUM_BOARD_PLANES, :, 1, :]
+    grid = grid.reshape(b, NUM_PLANES, 100)
+    grid[:, NUM_BOARD_PLANES:, :] = planes[:, NUM_BOARD_PLANES:, :1]
     return grid.reshape(b, NUM_PLANES, 10, 10)

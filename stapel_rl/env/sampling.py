@@ -22,3 +22,23 @@ def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarr
     counts = bounds[1:] - bounds[:-1]
     pick = np.minimum(bounds[:-1] + rng.integers(0, np.maximum(counts, 1)), flat.size - 1)
     return np.where(counts > 0, flat[pick] - np.arange(b) * n, 0)
+
+
+def random_positions(variant: str, batch: int, plies: int, rng: np.random.Generator):
+    """``batch`` live positions after about ``plies`` uniformly random actions, each at the start of a turn.
+
+    Real positions for benchmarks and tests of the network and the search
+    (games that end early are restarted, so every position is in play).
+    """
+    from stapel_rl.env import engine
+    from stapel_rl.env.state import concatenate, take
+
+    state, picked, found = engine.init(variant, 2 * batch), [], 0
+    for ply in range(plies + 1000):
+        if ply >= plies:
+            picked.append(take(state, np.flatnonzero(~state.done & (state.capturing < 0))))
+            found += picked[-1].batch_size
+            if found >= batch:
+                break
+        state = engine.reset_games(engine.step(state, random_legal_actions(state.legal_action_mask, rng)), state.done)
+    return take(concatenate(picked), np.arange(batch))

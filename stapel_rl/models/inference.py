@@ -1,9 +1,11 @@
 """``NetworkEvaluator``: a ``PolicyValueNet`` behind the search's ``Evaluator`` protocol.
 
-It encodes states into canonical planes, runs the network in chunks without
-autograd, and rotates the canonical policy back to board action ids for the
-games where Black is to move. It also counts positions and seconds, so
-self-play can report network throughput separately from the search.
+It encodes states into canonical planes in the network's layout, runs a fast
+inference copy of the network (batch norm folded, bf16 where the device has
+it: see ``fused``) in chunks without autograd, and rotates the canonical
+policy back to board action ids for the games where Black is to move. It also
+counts positions and seconds, so self-play can report network throughput
+separately from the search.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from stapel_rl.env.geometry import NUM_ACTIONS, ROTATE_ACTION
 from stapel_rl.env.observation import encode
 from stapel_rl.env.state import State
 from stapel_rl.models.evaluator import Evaluation
+from stapel_rl.models.fused import DTYPES, inference_copy, resolve_precision, weights_version
 from stapel_rl.models.network import PolicyValueNet
 
 
@@ -30,40 +33,55 @@ def resolve_device(device: "str | torch.device" = "auto") -> torch.device:
 class NetworkEvaluator:
     """Evaluate batches of states with a ``PolicyValueNet`` (implements ``Evaluator``).
 
-    The network is moved to ``device`` (and, on CPU, to channels-last memory
-    format, which the oneDNN convolutions run markedly faster). It is shared,
-    not copied: pass a copy if another device trains the original. Each call
-    runs it in eval mode under ``torch.inference_mode()`` and restores the
-    previous train/eval mode afterwards, so a trainer may share it.
+    ``net`` is shared, not copied: the evaluator runs an inference copy of it
+    on ``device`` (see ``fused.inference_copy``) and rebuilds that copy
+    whenever ``net``'s weights have changed since (an optimizer step, a
+    ``load_state_dict``), so a trainer may keep training ``net``.
 
     Attributes:
-        net: the network.
-        device: the ``torch.device`` it runs on.
+        net: the network (its weights are what the evaluator answers with).
+        device: the ``torch.device`` inference runs on.
+        precision: "fp32" or "bf16", what "auto" resolved to on ``device``.
+        fold: whether batch norm is folded into the convolutions (False runs
+            the layers exactly as trained: the reference path).
         max_batch: largest number of positions per forward pass.
         positions: positions evaluated since the last ``reset_stats()``.
+        calls: calls since then (``positions / calls`` is the average batch).
         seconds: wall time spent inside ``__call__`` since then.
     """
 
-    def __init__(self, net: PolicyValueNet, device: "str | torch.device" = "auto", max_batch: int = 1024) -> None:
+    def __init__(self, net: PolicyValueNet, device: "str | torch.device" = "auto", max_batch: int = 1024,
+                 precision: str = "auto", fold: bool = True) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be positive, got {max_batch}")
+        self.net = net
         self.device = resolve_device(device)
-        self.channels_last = self.device.type == "cpu"
-        memory_format = torch.channels_last if self.channels_last else torch.preserve_format
-        self.net = net.to(self.device, memory_format=memory_format)
+        self.precision = resolve_precision(precision, self.device)
+        self.fold = fold
         self.max_batch = int(max_batch)
         self._rotate = torch.as_tensor(ROTATE_ACTION, dtype=torch.long, device=self.device)
+        self._fast: "PolicyValueNet | None" = None
+        self._version: "tuple | None" = None
         self.reset_stats()
 
     def reset_stats(self) -> None:
         """Zero the position and time counters."""
         self.positions = 0
+        self.calls = 0
         self.seconds = 0.0
 
     @property
     def positions_per_second(self) -> float:
         """Positions evaluated per second spent inside the evaluator (0 before any call)."""
         return self.positions / self.seconds if self.seconds > 0 else 0.0
+
+    def inference_net(self) -> PolicyValueNet:
+        """The inference copy of ``net``'s current weights (rebuilt only when they changed)."""
+        version = weights_version(self.net)
+        if self._fast is None or version != self._version:
+            self._fast = inference_copy(self.net, self.precision, self.device, fold=self.fold)
+            self._version = version
+        return self._fast
 
     def __call__(self, state: State) -> Evaluation:
         """Evaluate every game of ``state`` (finished ones too).
@@ -73,29 +91,27 @@ class NetworkEvaluator:
         points head), all from the view of each game's side to move.
         """
         start = time.perf_counter()
-        planes = encode(state)
+        net = self.inference_net()
+        planes = encode(state, self.net.layout)
         black = np.asarray(state.current_player) == 1
-        was_training = self.net.training
-        self.net.eval()
-        try:
-            with torch.inference_mode():
-                outputs = [
-                    self._forward(planes[i : i + self.max_batch], black[i : i + self.max_batch])
-                    for i in range(0, len(planes), self.max_batch)
-                ]
-        finally:
-            self.net.train(was_training)
+        with torch.inference_mode():
+            outputs = [
+                self._forward(net, planes[i : i + self.max_batch], black[i : i + self.max_batch])
+                for i in range(0, len(planes), self.max_batch)
+            ]
         evaluation = self._concatenate(outputs)
         self.positions += len(planes)
+        self.calls += 1
         self.seconds += time.perf_counter() - start
         return evaluation
 
-    def _forward(self, planes: np.ndarray, black: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
-        """One chunk: planes ``[b, NUM_PLANES, 10, 10]`` -> numpy board logits ``[b, 200]``, value, points."""
-        obs = torch.from_numpy(planes).to(self.device)
-        if self.channels_last:
+    def _forward(self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
+                 ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
+        """One chunk: planes ``[b, NUM_PLANES, H, W]`` -> numpy board logits ``[b, 200]``, value, points."""
+        obs = torch.from_numpy(planes).to(self.device, DTYPES[self.precision])
+        if self.device.type == "cpu":
             obs = obs.contiguous(memory_format=torch.channels_last)
-        logits, value, points = self.net(obs)
+        logits, value, points = net(obs)
         # The rotation is an involution, so board id a reads canonical id ROTATE_ACTION[a].
         flip = torch.from_numpy(black).to(self.device)[:, None]
         logits = torch.where(flip, logits.index_select(1, self._rotate), logits)

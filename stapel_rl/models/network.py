@@ -1,7 +1,12 @@
 """The policy-value network: a small residual tower over the canonical observation planes.
 
-Input is ``encode(state)``: ``float32 [B, NUM_PLANES, 10, 10]`` as the side to
-move sees the board. Outputs are policy logits over *canonical* action ids
+Input is ``encode(state, layout)`` as the side to move sees the board:
+``float32 [B, NUM_PLANES, 10, 10]`` in the ``grid`` layout, or ``[B, NUM_PLANES,
+10, 5]`` in the ``compact`` layout, which keeps only the 50 dark squares and so
+halves every convolution. On the 10x5 grid the diagonal neighbours of a square
+in row r, slot k sit in rows r +- 1 at slots (k, k+1) for even rows and (k-1, k)
+for odd rows: a 3x3 kernel reaches both, and a fixed row-parity plane, added
+to the input by the network itself, tells it which pair is which. Outputs are policy logits over *canonical* action ids
 (``NetworkEvaluator`` maps them back to board ids), a value in [-1, 1] for the
 side to move and, optionally, a regression of the final Variant II points
 difference (side to move minus opponent).
@@ -20,9 +25,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from stapel_rl.env.geometry import NUM_ACTIONS
-from stapel_rl.env.observation import NUM_PLANES
-
-BOARD_CELLS = 100  # the 10x10 grid the planes live on
+from stapel_rl.env.observation import LAYOUTS, NUM_PLANES
 
 
 @dataclasses.dataclass(frozen=True)
@@ -37,6 +40,8 @@ class NetworkConfig:
         value_hidden: width of the hidden layer of the value (and points) head.
         points_head: add the auxiliary head predicting the final Variant II
             points difference; ``forward`` returns None in its place when False.
+        layout: board layout of the input planes, "grid" (10x10, every square)
+            or "compact" (10x5, dark squares only: half the FLOPs).
     """
 
     blocks: int = 6
@@ -44,6 +49,17 @@ class NetworkConfig:
     policy_channels: int = 4
     value_hidden: int = 64
     points_head: bool = False
+    layout: str = "grid"
+
+    def __post_init__(self):
+        if self.layout not in LAYOUTS:
+            raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {self.layout!r}")
+
+    @property
+    def cells(self) -> int:
+        """Cells of one plane in this layout (100 or 50)."""
+        rows, cols = LAYOUTS[self.layout]
+        return rows * cols
 
 
 PRESETS: "dict[str, NetworkConfig]" = {
@@ -77,12 +93,12 @@ class ResidualBlock(nn.Module):
 
 
 class ScalarHead(nn.Module):
-    """1x1 conv to one plane, then an MLP to one number per position: ``[B, C, 10, 10] -> [B]``."""
+    """1x1 conv to one plane, then an MLP to one number per position: ``[B, C, H, W] -> [B]``."""
 
-    def __init__(self, channels: int, hidden: int) -> None:
+    def __init__(self, channels: int, hidden: int, cells: int) -> None:
         super().__init__()
         self.reduce = conv_bn(channels, 1, 1)
-        self.hidden = nn.Linear(BOARD_CELLS, hidden)
+        self.hidden = nn.Linear(cells, hidden)
         self.out = nn.Linear(hidden, 1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -93,8 +109,8 @@ class ScalarHead(nn.Module):
 class PolicyValueNet(nn.Module):
     """Residual policy-value network over canonical planes.
 
-    ``forward(obs)`` with ``obs: float32 [B, NUM_PLANES, 10, 10]`` returns
-    ``(logits, value, points)``:
+    ``forward(obs)`` with ``obs: float32 [B, NUM_PLANES, H, W]`` (``H, W`` of
+    ``config.layout``) returns ``(logits, value, points)``:
 
     - ``logits``: ``[B, 200]`` unnormalised, over canonical action ids;
     - ``value``: ``[B]`` in [-1, 1] (tanh), expected result for the side to move;
@@ -107,16 +123,34 @@ class PolicyValueNet(nn.Module):
         if isinstance(config, str):
             config = PRESETS[config]
         self.config = config
-        c = config.channels
-        self.stem = nn.Sequential(conv_bn(NUM_PLANES, c, 3), nn.ReLU())
+        c, cells = config.channels, config.cells
+        rows, cols = LAYOUTS[config.layout]
+        extra = 0
+        if config.layout == "compact":
+            # [1, 1, 10, 5]: 1 on even rows (0 = Black's back row), whose diagonal neighbours are slots k, k+1.
+            parity = (torch.arange(rows) % 2 == 0).float()[None, None, :, None].expand(1, 1, rows, cols)
+            self.register_buffer("parity", parity.contiguous(), persistent=False)
+            extra = 1
+        self.stem = nn.Sequential(conv_bn(NUM_PLANES + extra, c, 3), nn.ReLU())
         self.tower = nn.Sequential(*(ResidualBlock(c) for _ in range(config.blocks)))
         self.policy_reduce = nn.Sequential(conv_bn(c, config.policy_channels, 1), nn.ReLU())
-        self.policy_out = nn.Linear(config.policy_channels * BOARD_CELLS, NUM_ACTIONS)
-        self.value_head = ScalarHead(c, config.value_hidden)
-        self.points_head = ScalarHead(c, config.value_hidden) if config.points_head else None
+        self.policy_out = nn.Linear(config.policy_channels * cells, NUM_ACTIONS)
+        self.value_head = ScalarHead(c, config.value_hidden, cells)
+        self.points_head = ScalarHead(c, config.value_hidden, cells) if config.points_head else None
+
+    @property
+    def layout(self) -> str:
+        """The input layout, "grid" or "compact" (``encode(state, net.layout)``)."""
+        return self.config.layout
 
     def forward(self, obs: torch.Tensor) -> "tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]":
-        """``obs [B, NUM_PLANES, 10, 10]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
+        """``obs [B, NUM_PLANES, H, W]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
+        if obs.shape[-2:] != LAYOUTS[self.config.layout]:
+            raise ValueError(f"a {self.config.layout} network takes planes [B, C, "
+                             f"{', '.join(map(str, LAYOUTS[self.config.layout]))}], got {tuple(obs.shape)}")
+        if self.config.layout == "compact":
+            parity = self.parity.to(obs.dtype).expand(obs.shape[0], -1, -1, -1)
+            obs = torch.cat([obs, parity], dim=1)
         x = self.tower(self.stem(obs))
         logits = self.policy_out(self.policy_reduce(x).flatten(1))
         value = torch.tanh(self.value_head(x))

@@ -61,7 +61,7 @@ def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, 
     candidate.load_state_dict(net.state_dict())
     config = search_config(cfg, t.gate_simulations)
     test = SPRT(0.0, t.gate_elo1)
-    status = run_sprt(MCTSAgent(NetworkEvaluator(candidate, device="cpu"), config), MCTSAgent(best, config),
+    status = run_sprt(MCTSAgent(NetworkEvaluator(candidate, device="cpu", precision=best.precision), config), MCTSAgent(best, config),
                       variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4,
                       seed=int(rng.integers(1 << 30)), verbose=False)
     if status == "H1":
@@ -93,7 +93,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                                        points_weight=t.points_weight), device)
     # Self-play runs a copy on the CPU in inference layout; it gets fresh weights every iteration.
     actor = PolicyValueNet(model_config)
-    evaluator = NetworkEvaluator(actor, device="cpu")
+    evaluator = NetworkEvaluator(actor, device="cpu", precision=t.inference_precision)
     buffer = ReplayBuffer(t.replay_capacity, variant)
     counters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
 
@@ -150,7 +150,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         history = []
         if len(buffer) >= t.min_replay:
             for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
-                history.append(trainer.step(buffer.sample(t.batch_size, rng)))
+                history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout)))
         train_seconds = time.perf_counter() - train_start
         scalars = mean_metrics(history) if history else {}
         if not t.gate:

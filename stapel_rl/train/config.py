@@ -25,6 +25,7 @@ class ModelConfig:
     policy_channels: int = 4  # 1x1-conv channels feeding the policy head
     value_hidden: int = 64  # hidden units of the value (and points) head
     points_head: Optional[bool] = None  # auxiliary head predicting the final points difference; None: on for Variant II
+    layout: str = "grid"  # input planes: "grid" (10x10 board) or "compact" (10x5, dark squares only: half the FLOPs)
 
 
 @dataclasses.dataclass
@@ -71,6 +72,7 @@ class TrainConfig:
     gate_simulations: int = 8  # simulations of both agents in gating games
     image_every: int = 10  # iterations between self-play position images in TensorBoard (0 = never)
     threads: int = 0  # torch threads (0 = torch's default)
+    inference_precision: str = "auto"  # self-play/evaluation network: "fp32", "bf16", "auto" (bf16 where native)
 
 
 @dataclasses.dataclass

@@ -52,7 +52,7 @@ class Positions:
 @dataclasses.dataclass
 class TrainingBatch:
     """Attributes (all numpy):
-    obs: ``float32 [N, C, 10, 10]`` canonical planes.
+    obs: ``float32 [N, C, H, W]`` canonical planes (10x10 grid or 10x5 compact layout).
     mask: ``bool [N, 200]`` legal canonical actions.
     policy: ``float32 [N, 200]`` search policy target (canonical).
     value: ``float32 [N]`` final result, player to move's view.
@@ -93,13 +93,14 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
         self.added += n
 
-    def sample(self, batch_size: int, rng: np.random.Generator) -> TrainingBatch:
+    def sample(self, batch_size: int, rng: np.random.Generator, layout: str = "grid") -> TrainingBatch:
+        """``batch_size`` positions drawn uniformly, observations in ``layout`` ("grid" or "compact")."""
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         index = rng.integers(0, self.size, size=batch_size)
         state = self.states(index)
         return TrainingBatch(
-            obs=encode(state),
+            obs=encode(state, layout),
             mask=canonical_mask(state),
             policy=self.arrays["policy"][index],
             value=self.arrays["value"][index],
