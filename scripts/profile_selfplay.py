@@ -1,0 +1,115 @@
+"""Where self-play time goes: network, search and engine, as ``stapel-train`` runs it.
+
+Plays self-play with the training config's search and batch (default: Gumbel,
+16 simulations, 128 games) and a fresh network of the configured size, and
+splits the wall time by wrapping the entry points with timers:
+
+- network: ``NetworkEvaluator`` calls (encoding the planes, the forward pass,
+  the policy rotation);
+- engine: ``engine.step`` and ``engine.reset_games``, inside the search
+  (expanding leaves) and outside it (playing the chosen moves);
+- search: the rest of ``search()`` (selection, tree writes, backup);
+- self-play bookkeeping: the rest of ``SelfPlay.play`` (records, subtree reuse).
+
+Usage: python scripts/profile_selfplay.py [overrides ...] [--positions 8192] [--compare-fp32]
+  e.g. python scripts/profile_selfplay.py train.num_games=512 mcts.num_simulations=32
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import time
+
+import numpy as np
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+import stapel_rl.env.engine as engine_module
+import stapel_rl.train.selfplay as selfplay_module
+from stapel_rl.env import get_variant
+from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
+from stapel_rl.train.app import CONFIG_DIR, search_config
+from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
+
+
+@contextlib.contextmanager
+def timed(module, name: str, totals: "collections.Counter", inside: "list[str]"):
+    """Replace ``module.name`` by a wrapper adding its wall time to ``totals[name (where)]``."""
+    original = getattr(module, name)
+
+    def wrapper(*args, **kwargs):
+        start = time.perf_counter()
+        inside.append(name)
+        try:
+            return original(*args, **kwargs)
+        finally:
+            inside.pop()
+            where = "in search" if "search" in inside else "outside search"
+            totals[f"{name} ({where})" if name != "search" else name] += time.perf_counter() - start
+
+    setattr(module, name, wrapper)
+    try:
+        yield
+    finally:
+        setattr(module, name, original)
+
+
+def profile(cfg, positions: int, precision: str) -> None:
+    variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
+    fields = OmegaConf.to_container(cfg.model)
+    fields["points_head"] = variant.points_decide if fields["points_head"] is None else fields["points_head"]
+    evaluator = NetworkEvaluator(PolicyValueNet(NetworkConfig(**fields)), "cpu", precision=precision)
+    t = cfg.train
+    selfplay = SelfPlay(variant, evaluator, search_config(cfg), SelfPlayConfig(
+        num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
+        fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
+        reuse_tree=cfg.mcts.reuse_tree), np.random.default_rng(0))
+    selfplay.play(1)  # warm-up: first kernels, first trees
+    evaluator.reset_stats()
+    totals: "collections.Counter" = collections.Counter()
+    inside: "list[str]" = []
+    with timed(selfplay_module, "search", totals, inside), timed(engine_module, "step", totals, inside), \
+            timed(engine_module, "reset_games", totals, inside):
+        start = time.perf_counter()
+        made = len(selfplay.play(positions))
+        total = time.perf_counter() - start
+    engine_in = sum(v for k, v in totals.items() if k.endswith("(in search)"))
+    engine_out = sum(v for k, v in totals.items() if k.endswith("(outside search)"))
+    parts = {
+        "network": evaluator.seconds,
+        "engine (in search)": engine_in,
+        "search (selection, tree, backup)": totals["search"] - evaluator.seconds - engine_in,
+        "engine (playing moves)": engine_out,
+        "self-play bookkeeping": total - totals["search"] - engine_out,
+    }
+    print(f"\n{evaluator.precision} {fields['layout']} {fields['blocks']}x{fields['channels']}, "
+          f"{t.num_games} games, {cfg.mcts.algorithm} {cfg.mcts.num_simulations} simulations: "
+          f"{made:,} positions in {total:.1f} s = {made / total:,.0f} positions/s; network "
+          f"{evaluator.positions_per_second:,.0f} positions/s at an average batch of "
+          f"{evaluator.positions / max(1, evaluator.calls):.0f}")
+    for name, seconds in parts.items():
+        print(f"  {name:<34} {seconds:7.2f} s  {100 * seconds / total:5.1f}%")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training config")
+    parser.add_argument("--positions", type=int, default=8192, help="recorded positions to play")
+    parser.add_argument("--compare-fp32", action="store_true", help="also profile with the network in fp32")
+    args = parser.parse_args()
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=args.overrides)
+    if cfg.train.threads:
+        torch.set_num_threads(cfg.train.threads)
+    print(f"profile_selfplay | torch {torch.__version__}, {torch.get_num_threads()} threads | "
+          f"overrides: {' '.join(args.overrides) or '(none)'}")
+    for precision in ([cfg.train.inference_precision, "fp32"] if args.compare_fp32 else
+                      [cfg.train.inference_precision]):
+        profile(cfg, args.positions, precision)
+
+
+if __name__ == "__main__":
+    main()
