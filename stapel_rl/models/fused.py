@@ -90,6 +90,7 @@ def inference_copy(net: PolicyValueNet, precision: str = "fp32", device: "str | 
     return fast
 
 
-def weights_version(net: nn.Module) -> "tuple[int, ...]":
-    """Changes whenever a parameter or buffer of ``net`` is modified in place (optimizer step, ``load_state_dict``)."""
-    return tuple((id(t), t._version) for t in net.state_dict(keep_vars=True).values() if isinstance(t, torch.Tensor))
+def weights_version(tensors: "list[torch.Tensor]") -> "tuple[int, ...]":
+    """Changes whenever one of ``tensors`` (a network's parameters and buffers) is modified in place
+    (an optimizer step, ``load_state_dict``) or given new storage; a few microseconds for a network."""
+    return tuple(v for t in tensors for v in (t._version, t.data_ptr()))

@@ -36,7 +36,8 @@ class NetworkEvaluator:
     ``net`` is shared, not copied: the evaluator runs an inference copy of it
     on ``device`` (see ``fused.inference_copy``) and rebuilds that copy
     whenever ``net``'s weights have changed since (an optimizer step, a
-    ``load_state_dict``), so a trainer may keep training ``net``.
+    ``load_state_dict``), so a trainer may keep training ``net``. (Replacing
+    a layer of ``net`` by a new module is not seen: make a new evaluator.)
 
     Attributes:
         net: the network (its weights are what the evaluator answers with).
@@ -61,6 +62,8 @@ class NetworkEvaluator:
         self.max_batch = int(max_batch)
         self._rotate = torch.as_tensor(ROTATE_ACTION, dtype=torch.long, device=self.device)
         self._fast: "PolicyValueNet | None" = None
+        # Looked up once: walking the modules on every call would cost more than the check.
+        self._tensors = [*net.parameters(), *net.buffers()]
         self._version: "tuple | None" = None
         self.reset_stats()
 
@@ -77,7 +80,7 @@ class NetworkEvaluator:
 
     def inference_net(self) -> PolicyValueNet:
         """The inference copy of ``net``'s current weights (rebuilt only when they changed)."""
-        version = weights_version(self.net)
+        version = weights_version(self._tensors)
         if self._fast is None or version != self._version:
             self._fast = inference_copy(self.net, self.precision, self.device, fold=self.fold)
             self._version = version
@@ -108,9 +111,8 @@ class NetworkEvaluator:
     def _forward(self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
                  ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
         """One chunk: planes ``[b, NUM_PLANES, H, W]`` -> numpy board logits ``[b, 200]``, value, points."""
-        obs = torch.from_numpy(planes).to(self.device, DTYPES[self.precision])
-        if self.device.type == "cpu":
-            obs = obs.contiguous(memory_format=torch.channels_last)
+        memory_format = torch.channels_last if self.device.type == "cpu" else torch.preserve_format
+        obs = torch.from_numpy(planes).to(self.device, DTYPES[self.precision], memory_format=memory_format)
         logits, value, points = net(obs)
         # The rotation is an involution, so board id a reads canonical id ROTATE_ACTION[a].
         flip = torch.from_numpy(black).to(self.device)[:, None]
