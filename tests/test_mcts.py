@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
-from stapel_rl.mcts import SearchConfig, gumbel, search, subtree
-from stapel_rl.models.evaluator import UniformEvaluator
+from stapel_rl.mcts import SearchConfig, allocate, gumbel, search, subtree
+from stapel_rl.models.evaluator import Evaluation, UniformEvaluator
 
 ALGORITHMS = ("puct", "gumbel")
 UNIFORM = UniformEvaluator()
@@ -165,6 +165,7 @@ def check_tree(tree):
             total = tree.raw_values[b, n] + (cv * tree.children_values[b, n]).sum()
             assert tree.node_values[b, n] == pytest.approx(total / tree.node_visits[b, n], abs=1e-4)
             assert -1.0 - 1e-6 <= tree.node_values[b, n] <= 1.0 + 1e-6
+        np.testing.assert_array_equal(tree.num_legal[b, :used], tree.legal[b, :used].sum(axis=1))
 
 
 # ------------------------------------------- 1a. Variant I: win at once
@@ -634,3 +635,259 @@ def test_mixed_batch_variant_ii():
         assert s.legal_action_mask[live, out.action[live]].all()
         assert out.root_value[1] == -1.0 and out.visits[1].sum() == 0
         assert out.action[2] == POINTS_II_MOVE
+
+
+# ------------------------------------------------ 9. Gumbel selection against the plain formulas
+# The search keeps per-action arrays at the roots, makes its in-tree choices
+# right after backup (caching them per node) and works on visited children
+# only; these are the straightforward versions it replaced, which recompute
+# everything from the tree when the descent needs it. Both must choose alike.
+
+
+def reference_log_prior(tree, games, nodes):
+    prior = tree.children_prior[games, nodes]
+    with np.errstate(divide="ignore"):
+        return np.where(tree.legal[games, nodes], np.log(np.maximum(prior, 1e-30)), -np.inf).astype(np.float32)
+
+
+def reference_sigma(tree, games, nodes, c_visit, c_scale):
+    visits = tree.children_visits[games, nodes].astype(np.float32)
+    q = tree.children_values[games, nodes]
+    prior = tree.children_prior[games, nodes]
+    legal = tree.legal[games, nodes]
+    total = visits.sum(axis=1)
+    visited_prior = np.where(visits > 0, prior, 0).sum(axis=1)
+    weighted_q = np.where(visits > 0, prior * q, 0).sum(axis=1)
+    policy_q = np.divide(weighted_q, visited_prior, out=np.zeros_like(weighted_q), where=visited_prior > 0)
+    mixed = (tree.raw_values[games, nodes] + total * policy_q) / (1.0 + total)
+    completed = np.where(visits > 0, q, mixed[:, None])
+    low = np.where(legal, completed, np.inf).min(axis=1, keepdims=True)
+    high = np.where(legal, completed, -np.inf).max(axis=1, keepdims=True)
+    scaled = (completed - low) / np.maximum(high - low, 1e-8)
+    return ((c_visit + visits.max(axis=1, keepdims=True)) * c_scale * scaled).astype(np.float32)
+
+
+def reference_improved_policy(tree, games, nodes, c_visit, c_scale):
+    z = reference_log_prior(tree, games, nodes) + reference_sigma(tree, games, nodes, c_visit, c_scale)
+    z = z - np.max(z, axis=1, keepdims=True, initial=-1e30, where=np.isfinite(z))
+    e = np.where(np.isfinite(z), np.exp(z), 0.0)
+    total = e.sum(axis=1, keepdims=True)
+    return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
+
+
+def reference_select_interior(tree, games, nodes, c_visit, c_scale):
+    policy = reference_improved_policy(tree, games, nodes, c_visit, c_scale)
+    visits = tree.children_visits[games, nodes].astype(np.float32)
+    share = visits / (1.0 + visits.sum(axis=1, keepdims=True))
+    return np.where(tree.legal[games, nodes], policy - share, -np.inf).argmax(axis=1)
+
+
+def reference_root_scores(tree, noise, c_visit, c_scale):
+    games, roots = np.arange(tree.batch_size), np.zeros(tree.batch_size, np.int64)
+    return noise + reference_log_prior(tree, games, roots) + reference_sigma(tree, games, roots, c_visit, c_scale)
+
+
+class ReferenceRoot:
+    """Stands in for ``gumbel.Root``: rescores every root action at every simulation."""
+
+    def __init__(self, tree, noise, base_visits, max_considered, num_simulations, c_visit, c_scale):
+        self.noise, self.base_visits, self.c = noise, base_visits, (c_visit, c_scale)
+        self.table = gumbel.considered_table(max_considered, num_simulations)
+        self.max_considered = max_considered
+        self.games = np.flatnonzero(~tree.terminal[:, 0] & (tree.forced[:, 0] < 0))
+
+    start = classmethod(lambda cls, *args: cls(*args))
+
+    def select(self, tree, simulation):
+        target = self.table[np.minimum(tree.legal[:, 0].sum(axis=1), self.max_considered), simulation]
+        visits = tree.children_visits[:, 0] - self.base_visits
+        scores = reference_root_scores(tree, self.noise, *self.c)
+        return np.where(visits == target[:, None], scores, -np.inf).argmax(axis=1)[self.games]
+
+    def update(self, tree):
+        pass
+
+    def final_action(self, tree):
+        visits = tree.children_visits[:, 0] - self.base_visits
+        most = (visits == visits.max(axis=1, keepdims=True)) & tree.legal[:, 0]
+        return np.where(most, reference_root_scores(tree, self.noise, *self.c), -np.inf).argmax(axis=1)
+
+
+class ReferenceInterior:
+    """Stands in for ``gumbel.Interior``: chooses when the descent reaches the node."""
+
+    def __init__(self, tree, c_visit, c_scale):
+        self.c = (c_visit, c_scale)
+
+    start = classmethod(lambda cls, *args: cls(*args))
+
+    def choose(self, tree, games, nodes):
+        return reference_select_interior(tree, games, nodes, *self.c)
+
+    def refresh(self, tree, games, nodes):
+        pass
+
+    def expanded(self, tree, games, nodes, prior, legal):
+        pass
+
+
+def reference_root_policy(tree, c_visit, c_scale):
+    games = np.arange(tree.batch_size)
+    return reference_improved_policy(tree, games, np.zeros_like(games), c_visit, c_scale)
+
+
+class RandomEvaluator:
+    """Deterministic but far from uniform: logits and value are fixed random functions of the position.
+
+    ``near_ties``: logits rounded to integers, then nudged by a millionth on odd
+    actions, so that priors tie exactly or nearly.
+    """
+
+    def __init__(self, seed, scale=0.5, near_ties=False):
+        rng = np.random.default_rng(seed)
+        self.w_logits = rng.normal(scale=scale, size=(101, 200)).astype(np.float32)
+        self.w_value = rng.normal(scale=0.2, size=101).astype(np.float32)
+        self.near_ties = near_ties
+
+    def __call__(self, state):
+        top_black = (state.colours & np.uint64(1)).astype(np.float32) * (state.height > 0)
+        x = np.concatenate(
+            [state.height.astype(np.float32), top_black, state.current_player[:, None].astype(np.float32)], axis=1
+        )
+        logits = x @ self.w_logits
+        if self.near_ties:
+            logits = np.round(logits) + 1e-6 * (np.arange(200) % 2)
+        return Evaluation(logits.astype(np.float32), np.tanh(x @ self.w_value).astype(np.float32))
+
+
+def searches_with_reuse(state, evaluator, cfg, seed):
+    """Two searches, the second continuing from the first's subtree: outputs of both."""
+    rng = np.random.default_rng(seed)
+    first = search(state, evaluator, cfg, rng)
+    live = ~state.done
+    after = step(state, np.where(live, first.action, state.legal_action_mask.argmax(axis=1)))
+    tree, _ = subtree(first.tree, first.action, after, 2 * (cfg.num_simulations + 1), cfg.num_simulations + 1)
+    second = search(after, evaluator, cfg, rng, tree=tree)
+    return first, second
+
+
+# "sharp": logits spread over hundreds, so that many legal priors underflow to 0 (log prior -69).
+@pytest.mark.parametrize(
+    "evaluator",
+    [UNIFORM, RandomEvaluator(0), RandomEvaluator(3, scale=20.0), RandomEvaluator(2, scale=1.0, near_ties=True)],
+    ids=["uniform", "random", "sharp", "near-ties"],
+)
+@pytest.mark.parametrize(
+    "variant, sims, max_considered, temperature",
+    [(VARIANT_I, 5, 16, 1.0), (VARIANT_I, 16, 4, 1.0), (VARIANT_I, 48, 16, 1.0), (VARIANT_II, 32, 8, 0.0)],
+)
+def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_considered, temperature, monkeypatch):
+    s = random_positions(variant, 24, 20 if variant == VARIANT_I else 9, seed=sims)
+    cfg = SearchConfig(num_simulations=sims, algorithm="gumbel", max_considered=max_considered,
+                       temperature=temperature)
+    fast = searches_with_reuse(s, evaluator, cfg, seed=sims)
+
+    select_interior = gumbel.select_interior
+
+    def checked_interior(tree, games, nodes, c_visit, c_scale):
+        chosen = select_interior(tree, games, nodes, c_visit, c_scale)
+        np.testing.assert_array_equal(chosen, reference_select_interior(tree, games, nodes, c_visit, c_scale))
+        return chosen
+
+    # Each batched interior choice, against the plain formula on the same tree.
+    monkeypatch.setattr(gumbel, "select_interior", checked_interior)
+    searches_with_reuse(s, evaluator, cfg, seed=sims)
+    # The plain search: everything recomputed when the descent needs it.
+    monkeypatch.setattr(gumbel, "Root", ReferenceRoot)
+    monkeypatch.setattr(gumbel, "Interior", ReferenceInterior)
+    monkeypatch.setattr(gumbel, "select_interior", reference_select_interior)
+    monkeypatch.setattr(gumbel, "root_policy", reference_root_policy)
+    plain = searches_with_reuse(s, evaluator, cfg, seed=sims)
+
+    for a, b in zip(fast, plain):
+        np.testing.assert_array_equal(a.action, b.action)
+        np.testing.assert_array_equal(a.policy, b.policy)
+        np.testing.assert_array_equal(a.visits, b.visits)
+        np.testing.assert_array_equal(a.root_value, b.root_value)
+        for name in ("num_nodes", "children_visits", "children_values", "node_values", "parents"):
+            np.testing.assert_array_equal(getattr(a.tree, name), getattr(b.tree, name), err_msg=name)
+        check_tree(a.tree)
+    assert (fast[1].tree.node_visits[:, 0] > cfg.num_simulations + 1).any(), "no subtree was reused"
+
+
+def test_gumbel_first_choice_at_new_nodes_matches_reference():
+    """Priors one or a few ulps apart, the smaller first: softmax can round them alike, and then the
+    first action wins, not the one of highest prior (so the shortcut must not be taken there)."""
+    rng = np.random.default_rng(0)
+    g = 3000
+    prior, legal = np.zeros((g, 200), np.float32), np.zeros((g, 200), bool)
+    for row in range(g):
+        cols = np.sort(rng.choice(200, rng.integers(2, 20), replace=False))
+        p = (rng.random(cols.size) * 0.5).astype(np.float32)
+        j, top = rng.integers(1, cols.size), np.float32(0.5 + 0.5 * rng.random())
+        p[j], p[j - 1] = top, top - rng.integers(0, 4) * np.spacing(top)
+        prior[row, cols], legal[row, cols] = p / p.sum(), True
+    prior[: g // 10] = np.where(legal[: g // 10], 1.0 / legal[: g // 10].sum(axis=1, keepdims=True), 0)  # exact ties
+    tree = allocate(init(VARIANT_I, g), 2)
+    games, nodes = np.arange(g), np.ones(g, np.int64)
+    tree.states.legal_action_mask[:, 1], tree.num_legal[:, 1] = legal, legal.sum(axis=1)
+    tree.children_prior[:, 1], tree.children_values[:, 1] = prior, np.where(legal, 0, -1e9)
+    tree.node_visits[:, 1], tree.raw_values[:, 1] = 1, rng.uniform(-1, 1, g)
+    interior = gumbel.Interior.start(tree, 50.0, 0.1)
+    interior.expanded(tree, games, nodes, prior, legal)
+    np.testing.assert_array_equal(tree.children_log_prior[:, 1], reference_log_prior(tree, games, nodes))
+    expected = reference_select_interior(tree, games, nodes, 50.0, 0.1)
+    np.testing.assert_array_equal(interior.next_action[:, 1], expected)
+    assert (expected != prior.argmax(axis=1)).sum() > 100  # the rounding ties do occur
+
+
+def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
+    """What the search caches equals what it stands for, recomputed from the finished trees."""
+    roots, interiors = [], []
+    start_root, start_interior = gumbel.Root.start, gumbel.Interior.start
+    monkeypatch.setattr(gumbel.Root, "start", lambda *a: roots.append(start_root(*a)) or roots[-1])
+    monkeypatch.setattr(gumbel.Interior, "start", lambda *a: interiors.append(start_interior(*a)) or interiors[-1])
+    s = random_positions(VARIANT_I, 16, 16, seed=4)
+    cfg = SearchConfig(num_simulations=24, algorithm="gumbel", max_considered=8)
+    outputs = searches_with_reuse(s, RandomEvaluator(1), cfg, seed=2)
+    assert len(roots) == len(interiors) == 2 and roots[1].inherited.any()
+    for interior, out in zip(interiors, outputs):
+        tree = out.tree
+        # The next in-tree choice at every node with a choice (the roots have theirs in ``Root``).
+        games, nodes = np.nonzero(tree.num_legal > 1)
+        games, nodes = games[nodes > 0], nodes[nodes > 0]
+        assert games.size > 100
+        expected = reference_select_interior(tree, games, nodes, cfg.c_visit, cfg.c_scale)
+        chosen = interior.next_action[games, nodes] >= 0  # a reused node may not have been reached
+        assert chosen.mean() > 0.5
+        np.testing.assert_array_equal(interior.next_action[games, nodes][chosen], expected[chosen])
+        others = np.ones(interior.next_action.shape, bool)
+        others[games, nodes] = False
+        assert (interior.next_action[others] == -1).all()
+        # The log prior the choices used, and the roots' (final policy).
+        games, nodes = np.nonzero(interior.next_action >= 0)
+        games, nodes = np.r_[games, np.arange(s.batch_size)], np.r_[nodes, np.zeros(s.batch_size, np.int64)]
+        np.testing.assert_array_equal(tree.children_log_prior[games, nodes], reference_log_prior(tree, games, nodes))
+    for root, out in zip(roots, outputs):
+        tree, g = out.tree, root.games
+        visits, q, prior = tree.children_visits[g, 0], tree.children_values[g, 0], tree.children_prior[g, 0]
+        visited = visits > 0
+        np.testing.assert_array_equal(root.prior_visited, np.where(visited, prior, 0))
+        np.testing.assert_array_equal(root.visited_prior, np.where(visited, prior, 0).sum(axis=1))
+        np.testing.assert_array_equal(root.prior_q, np.where(visited, prior * q, 0))
+        np.testing.assert_array_equal(root.q_low, np.where(visited, q, np.inf))
+        np.testing.assert_array_equal(root.q_high, np.where(visited, q, -np.inf))
+        np.testing.assert_array_equal(root.num_visited, visited.sum(axis=1))
+        np.testing.assert_array_equal(root.num_legal, tree.legal[g, 0].sum(axis=1))
+        np.testing.assert_array_equal(root.max_visits, visits.max(axis=1))
+        this_search = visits - root.base_visits
+        np.testing.assert_array_equal(root.fresh_score, np.where(this_search == 0, root.score, -np.inf))
+        assert root.has_considered.all()
+        for row in range(g.size):
+            expected = np.flatnonzero(this_search[row])
+            assert root.considered[row, : expected.size].tolist() == expected.tolist()
+            assert (root.considered[row, expected.size:] == expected[-1]).all()
+        rows, cols = np.arange(g.size)[:, None], root.considered
+        np.testing.assert_array_equal(tree.children_visits.ravel()[root.considered_at], visits[rows, cols])
+        np.testing.assert_array_equal(root.considered_base, root.base_visits[rows, cols])
+        np.testing.assert_array_equal(root.considered_score, root.score[rows, cols])

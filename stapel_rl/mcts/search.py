@@ -78,7 +78,14 @@ def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
 
 
-def _expand(tree: Tree, games: np.ndarray, parents: np.ndarray, actions: np.ndarray, evaluator: Evaluator) -> np.ndarray:
+def _expand(
+    tree: Tree,
+    games: np.ndarray,
+    parents: np.ndarray,
+    actions: np.ndarray,
+    evaluator: Evaluator,
+    interior: "gumbel.Interior | None" = None,
+) -> np.ndarray:
     """Create the children reached by ``actions``, evaluate them in one call; their node indices."""
     if (tree.num_nodes[games] >= tree.capacity).any():
         raise RuntimeError("search tree is full: allocate more nodes than simulations")
@@ -89,21 +96,34 @@ def _expand(tree: Tree, games: np.ndarray, parents: np.ndarray, actions: np.ndar
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
     tree.children_index[games, parents, actions] = new
-    _evaluate(tree, games, new, states, evaluator)
+    _evaluate(tree, games, new, states, evaluator, interior)
     return new
 
 
-def _evaluate(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State, evaluator: Evaluator) -> None:
-    """Prior and value of new nodes: the evaluator's, or the true result where the game is over."""
+def _evaluate(
+    tree: Tree,
+    games: np.ndarray,
+    nodes: np.ndarray,
+    states: State,
+    evaluator: Evaluator,
+    interior: "gumbel.Interior | None" = None,
+) -> None:
+    """Prior and value of new nodes: the evaluator's, or the true result where the game is over.
+
+    ``interior`` (Gumbel) gets its first choice at the live ones.
+    """
     over = states.terminated | states.truncated
     value = states.rewards[np.arange(states.batch_size), states.current_player].astype(np.float32)
     live = np.flatnonzero(~over)
     if live.size:
         evaluation = evaluator(take(states, live))
         value[live] = evaluation.value
-        prior = masked_softmax(evaluation.logits, states.legal_action_mask[live])
+        legal = states.legal_action_mask[live]
+        prior = masked_softmax(evaluation.logits, legal)
         tree.children_prior[games[live], nodes[live]] = prior
-        tree.children_values[games[live], nodes[live]] = np.where(states.legal_action_mask[live], 0, ILLEGAL_VALUE)
+        tree.children_values[games[live], nodes[live]] = np.where(legal, 0, ILLEGAL_VALUE)
+        if interior is not None:
+            interior.expanded(tree, games[live], nodes[live], prior, legal)
     tree.raw_values[games, nodes] = value
 
 
@@ -131,14 +151,24 @@ def _backup(tree: Tree, leaves: np.ndarray) -> None:
 
 
 def _simulate(
-    tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, noise: np.ndarray, base_visits: np.ndarray
+    tree: Tree,
+    evaluator: Evaluator,
+    config: SearchConfig,
+    k: int,
+    noise: np.ndarray,
+    root: "gumbel.Root | None",
+    interior: "gumbel.Interior | None",
 ) -> None:
-    """One simulation in every game: select, expand (one engine step and one evaluator call), back up."""
+    """One simulation in every game: select, expand (one engine step and one evaluator call), back up.
+
+    ``root``, ``interior``: Gumbel's choices at the roots and inside the trees (None for PUCT).
+    """
     b = tree.batch_size
     node = np.zeros(b, np.int64)
     leaf_action = np.full(b, -1, np.int64)
     active = np.arange(b)
-    root = True
+    at_root = True
+    chose_games, chose_nodes = [], []  # where Gumbel chose inside the tree: to choose again after backup
     while active.size:
         active = active[~tree.terminal[active, node[active]]]
         if not active.size:
@@ -148,14 +178,13 @@ def _simulate(
         free = np.flatnonzero(a < 0)  # nodes with a choice; the others have one legal action
         if free.size and config.algorithm == "puct":
             a[free] = puct.select(tree, active[free], n[free], config.c_puct, noise)
-        elif free.size and root:
-            a[free] = gumbel.select_root(
-                tree, noise, k, config.max_considered, config.num_simulations, config.c_visit, config.c_scale,
-                base_visits,
-            )[active[free]]
+        elif free.size and at_root:
+            a[free] = root.select(tree, k)
         elif free.size:
-            a[free] = gumbel.select_interior(tree, active[free], n[free], config.c_visit, config.c_scale)
-        root = False
+            chose_games.append(active[free])
+            chose_nodes.append(n[free])
+            a[free] = interior.choose(tree, chose_games[-1], chose_nodes[-1])
+        at_root = False
         child = tree.children_index[active, n, a]
         stop = child < 0
         leaf_action[active[stop]] = a[stop]
@@ -163,8 +192,11 @@ def _simulate(
         active = active[~stop]
     expanding = np.flatnonzero(leaf_action >= 0)
     if expanding.size:
-        node[expanding] = _expand(tree, expanding, node[expanding], leaf_action[expanding], evaluator)
+        node[expanding] = _expand(tree, expanding, node[expanding], leaf_action[expanding], evaluator, interior)
     _backup(tree, node)
+    if root is not None:
+        root.update(tree)
+        interior.refresh(tree, np.concatenate(chose_games or [node[:0]]), np.concatenate(chose_nodes or [node[:0]]))
 
 
 def search(
@@ -185,7 +217,6 @@ def search(
     b = state.batch_size
     if tree is None:
         tree = allocate(state, config.num_simulations + 1, out=buffer)
-    games = np.arange(b)
     roots = np.zeros(b, np.int64)
     fresh = np.flatnonzero(tree.node_visits[:, 0] == 0)
     if fresh.size:
@@ -203,8 +234,14 @@ def search(
         scale = 1.0 if config.temperature > 0 else 0.0
         noise = np.where(legal, scale * rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
     base_visits = tree.children_visits[:, 0].copy()  # inherited from a reused subtree
+    root = interior = None
+    if config.algorithm == "gumbel":
+        root = gumbel.Root.start(
+            tree, noise, base_visits, config.max_considered, config.num_simulations, config.c_visit, config.c_scale
+        )
+        interior = gumbel.Interior.start(tree, config.c_visit, config.c_scale)
     for k in range(config.num_simulations):
-        _simulate(tree, evaluator, config, k, noise, base_visits)
+        _simulate(tree, evaluator, config, k, noise, root, interior)
 
     visits = tree.children_visits[:, 0].copy()
     if config.algorithm == "puct":
@@ -214,6 +251,6 @@ def search(
         action = np.minimum((np.cumsum(choice, axis=1) < u).sum(axis=1), legal.shape[1] - 1)
         action = np.where(choice.sum(axis=1) > 0, action, legal.argmax(axis=1))
     else:
-        policy = gumbel.improved_policy(tree, games, roots, config.c_visit, config.c_scale)
-        action = gumbel.final_action(tree, noise, config.c_visit, config.c_scale, base_visits)
+        policy = gumbel.root_policy(tree, config.c_visit, config.c_scale)
+        action = root.final_action(tree)
     return SearchOutput(action.astype(np.int64), policy, visits, tree.node_values[:, 0].copy(), tree)

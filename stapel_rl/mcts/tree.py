@@ -35,10 +35,15 @@ class Tree:
         children_values: ``float32 [B, N, A]`` mean value of each child from the
             view of the player to move at the parent; 0 before its first visit,
             ``ILLEGAL_VALUE`` for illegal actions of expanded nodes.
+        children_log_prior: ``float32 [B, N, A]`` Gumbel search's scratch: log of
+            the prior (at least 1e-30), -inf on illegal actions, valid only where
+            the current search wrote it. Never cleared nor kept by ``subtree``,
+            so a PUCT search never touches its memory.
         player: ``int8 [B, N]`` player to move at the node (0 White, 1 Black).
         terminal: ``bool [B, N]`` the game is over at the node.
         forced: ``int32 [B, N]`` the only legal action of the node, -1 if it has
             none or several (forced captures make long single-move chains).
+        num_legal: ``int32 [B, N]`` number of legal actions of the node.
         states: the engine state of every node, each field shaped ``[B, N, ...]``.
         num_nodes: ``int32 [B]`` nodes in use (the next free index).
     """
@@ -52,9 +57,11 @@ class Tree:
     children_prior: np.ndarray
     children_visits: np.ndarray
     children_values: np.ndarray
+    children_log_prior: np.ndarray
     player: np.ndarray
     terminal: np.ndarray
     forced: np.ndarray
+    num_legal: np.ndarray
     states: State
     num_nodes: np.ndarray
 
@@ -78,10 +85,10 @@ ILLEGAL_VALUE = np.float32(-1e9)
 _FILL = {
     "node_visits": 0, "node_values": 0, "raw_values": 0, "parents": -1, "action_from_parent": -1,
     "children_index": -1, "children_prior": 0, "children_visits": 0, "children_values": 0,
-    "player": 0, "terminal": False, "forced": -1,
+    "player": 0, "terminal": False, "forced": -1, "num_legal": 0,
 }
 PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal",
-            "forced")
+            "forced", "num_legal")
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
 
 
@@ -113,9 +120,11 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
         children_prior=np.zeros((b, n, NUM_ACTIONS), np.float32),
         children_visits=np.zeros((b, n, NUM_ACTIONS), np.int32),
         children_values=np.zeros((b, n, NUM_ACTIONS), np.float32),
+        children_log_prior=np.empty((b, n, NUM_ACTIONS), np.float32),
         player=np.zeros((b, n), np.int8),
         terminal=np.zeros((b, n), bool),
         forced=np.full((b, n), -1, np.int32),
+        num_legal=np.zeros((b, n), np.int32),
         states=states,
         num_nodes=np.ones(b, np.int32),
     )
@@ -134,7 +143,9 @@ def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State
     tree.player[games, nodes] = states.current_player
     tree.terminal[games, nodes] = states.terminated | states.truncated
     mask = states.legal_action_mask
-    tree.forced[games, nodes] = np.where(mask.sum(axis=1) == 1, mask.argmax(axis=1), -1)
+    count = mask.sum(axis=1)
+    tree.num_legal[games, nodes] = count
+    tree.forced[games, nodes] = np.where(count == 1, mask.argmax(axis=1), -1)
 
 
 def subtree(

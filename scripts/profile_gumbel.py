@@ -1,0 +1,116 @@
+"""Gumbel against PUCT search speed with the uniform evaluator, and where a Gumbel search spends its time.
+
+Prints simulations/s of PUCT and Gumbel (32 and 128 simulations each) at
+B = 512 and 64 in one process, interleaved over ``--rounds`` rounds so that
+other load on the machine hits all alike, with the ratio Gumbel 32 / PUCT
+128 per round. With ``--profile`` it then runs cProfile over Gumbel searches
+and prints the time per phase of a simulation.
+
+Usage: python scripts/profile_gumbel.py [--rounds 3] [--repeats 2] [--profile]
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import pstats
+import time
+
+import numpy as np
+
+from stapel_rl.env import State, concatenate, engine, take
+from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.mcts import SearchConfig, search
+from stapel_rl.models import UniformEvaluator
+
+# Phases of a simulation, by the functions that carry them out (cumulative time of each).
+PHASES = {
+    "root selection": ("gumbel.py", "select"),
+    "root update": ("gumbel.py", "update"),
+    "interior, after backup": ("gumbel.py", "refresh"),
+    "interior, new nodes": ("gumbel.py", "expanded"),
+    "engine step": ("engine.py", "step"),
+    "read states": ("tree.py", "read_states"),
+    "write states": ("tree.py", "write_states"),
+    "evaluation (incl. new nodes)": ("search.py", "_evaluate"),
+    "backup": ("search.py", "_backup"),
+    "simulation total": ("search.py", "_simulate"),
+    "final policy/action": ("gumbel.py", "root_policy"),
+}
+
+
+def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
+    """``batch`` live positions at the start of a turn after about ``plies`` random actions.
+
+    The positions bench_mcts.py used when the figures in the commit log were
+    taken, kept here so that later figures stay comparable.
+    """
+    state, picked = engine.init("I", 2 * batch), []
+    for ply in range(plies + 1000):
+        if ply >= plies:
+            picked.append(take(state, np.flatnonzero(~state.done & (state.capturing < 0))))
+            if sum(p.batch_size for p in picked) >= batch:
+                break
+        state = engine.reset_games(engine.step(state, random_legal_actions(state.legal_action_mask, rng)), state.done)
+    return take(concatenate(picked), np.arange(batch))
+
+
+def sims_per_second(state: State, config: SearchConfig, repeats: int) -> float:
+    """As bench_mcts.py measures it: searches reusing the previous search's tree arrays."""
+    rng = np.random.default_rng(0)
+    out = search(state, UniformEvaluator(), config, rng)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        out = search(state, UniformEvaluator(), config, rng, buffer=out.tree)
+    return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
+
+
+def timings(rounds: int, repeats: int) -> None:
+    rng = np.random.default_rng(0)
+    cases = [("puct", 128), ("gumbel", 32), ("puct", 32), ("gumbel", 128)]
+    for batch in (512, 64):
+        state = midgame(batch, 20, rng)
+        print(f"\nB={batch}: simulations/s (uniform evaluator), {repeats} searches per figure")
+        print(f"{'round':>5} " + " ".join(f"{a + ' ' + str(s):>12}" for a, s in cases) + f" {'g32/p128':>9}")
+        for r in range(rounds):
+            rates = [sims_per_second(state, SearchConfig(s, a), repeats) for a, s in cases]
+            print(f"{r:>5} " + " ".join(f"{x:>12,.0f}" for x in rates) + f" {rates[1] / rates[0]:>9.2f}", flush=True)
+
+
+def profile(batch: int, sims: int, repeats: int) -> None:
+    state = midgame(batch, 20, np.random.default_rng(0))
+    config = SearchConfig(sims, "gumbel")
+    rng = np.random.default_rng(0)
+    out = search(state, UniformEvaluator(), config, rng)
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(repeats):
+        out = search(state, UniformEvaluator(), config, rng, buffer=out.tree)
+    profiler.disable()
+    stats = pstats.Stats(profiler)
+    total = stats.total_tt
+    print(f"\nGumbel B={batch}, {sims} simulations, {repeats} searches under cProfile: {total:.2f} s")
+    for phase, (file, name) in PHASES.items():
+        cumulative = sum(
+            v[3] for (f, _, n), v in stats.stats.items() if f.endswith(file) and n == name  # type: ignore[attr-defined]
+        )
+        print(f"  {phase:<28} {cumulative:6.2f} s  {100 * cumulative / total:5.1f}%")
+    stats.sort_stats("tottime").print_stats(15)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--profile", action="store_true", help="also profile Gumbel searches by phase")
+    parser.add_argument("--no-timings", action="store_true")
+    args = parser.parse_args()
+    if not args.no_timings:
+        timings(args.rounds, args.repeats)
+    if args.profile:
+        profile(512, 32, 2)
+        profile(64, 32, 10)
+
+
+if __name__ == "__main__":
+    main()
