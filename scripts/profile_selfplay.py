@@ -1,8 +1,10 @@
 """Where self-play time goes: network, search and engine, as ``stapel-train`` runs it.
 
 Plays self-play with the training config's search and batch (default: Gumbel,
-16 simulations, 128 games) and a fresh network of the configured size, and
-splits the wall time by wrapping the entry points with timers:
+16 simulations, 128 games) and a network of the configured size (trained
+weights from ``--checkpoint``, since a trained network's sharper priors make
+deeper trees than a fresh one's), and splits the wall time by wrapping the
+entry points with timers:
 
 - network: ``NetworkEvaluator`` calls (encoding the planes, the forward pass,
   the policy rotation);
@@ -11,7 +13,7 @@ splits the wall time by wrapping the entry points with timers:
 - search: the rest of ``search()`` (selection, tree writes, backup);
 - self-play bookkeeping: the rest of ``SelfPlay.play`` (records, subtree reuse).
 
-Usage: python scripts/profile_selfplay.py [overrides ...] [--positions 8192] [--compare-fp32]
+Usage: python scripts/profile_selfplay.py [overrides ...] [--positions 8192] [--compare-fp32] [--checkpoint PATH]
   e.g. python scripts/profile_selfplay.py train.num_games=512 mcts.num_simulations=32
 """
 
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import collections
 import contextlib
+import dataclasses
 import time
 
 import numpy as np
@@ -32,6 +35,7 @@ import stapel_rl.train.selfplay as selfplay_module
 from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.train.app import CONFIG_DIR, search_config
+from stapel_rl.train.checkpoint import load
 from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
 
 
@@ -41,6 +45,10 @@ def timed(module, name: str, totals: "collections.Counter", inside: "list[str]")
     original = getattr(module, name)
 
     def wrapper(*args, **kwargs):
+        if name == "search":  # count the searched positions (live games) and simulations
+            live = int((~args[0].done).sum())
+            totals["searched positions"] += live
+            totals["simulations"] += live * args[2].num_simulations
         start = time.perf_counter()
         inside.append(name)
         try:
@@ -57,11 +65,17 @@ def timed(module, name: str, totals: "collections.Counter", inside: "list[str]")
         setattr(module, name, original)
 
 
-def profile(cfg, positions: int, precision: str) -> None:
+def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> None:
     variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
     fields = OmegaConf.to_container(cfg.model)
     fields["points_head"] = variant.points_decide if fields["points_head"] is None else fields["points_head"]
-    evaluator = NetworkEvaluator(PolicyValueNet(NetworkConfig(**fields)), "cpu", precision=precision)
+    net = PolicyValueNet(NetworkConfig(**fields))
+    if checkpoint:
+        saved = load(checkpoint)
+        if saved["model_config"] != dataclasses.asdict(net.config):
+            raise ValueError(f"{checkpoint} holds a {saved['model_config']} network, the config asks for {net.config}")
+        net.load_state_dict(saved["model"])
+    evaluator = NetworkEvaluator(net, "cpu", precision=precision)
     t = cfg.train
     selfplay = SelfPlay(variant, evaluator, search_config(cfg), SelfPlayConfig(
         num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
@@ -85,11 +99,12 @@ def profile(cfg, positions: int, precision: str) -> None:
         "engine (playing moves)": engine_out,
         "self-play bookkeeping": total - totals["search"] - engine_out,
     }
+    searched = totals.pop("searched positions")
     print(f"\n{evaluator.precision} {fields['layout']} {fields['blocks']}x{fields['channels']}, "
           f"{t.num_games} games, {cfg.mcts.algorithm} {cfg.mcts.num_simulations} simulations: "
-          f"{made:,} positions in {total:.1f} s = {made / total:,.0f} positions/s; network "
-          f"{evaluator.positions_per_second:,.0f} positions/s at an average batch of "
-          f"{evaluator.positions / max(1, evaluator.calls):.0f}")
+          f"{searched / total:,.0f} positions searched/s ({totals.pop('simulations') / total:,.0f} simulations/s; "
+          f"{made:,} positions of finished games); network {evaluator.positions_per_second:,.0f} positions/s "
+          f"at an average batch of {evaluator.positions / max(1, evaluator.calls):.0f}")
     for name, seconds in parts.items():
         print(f"  {name:<34} {seconds:7.2f} s  {100 * seconds / total:5.1f}%")
 
@@ -99,6 +114,7 @@ def main() -> None:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training config")
     parser.add_argument("--positions", type=int, default=8192, help="recorded positions to play")
     parser.add_argument("--compare-fp32", action="store_true", help="also profile with the network in fp32")
+    parser.add_argument("--checkpoint", default=None, help="trained weights for the configured network")
     args = parser.parse_args()
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=args.overrides)
@@ -108,7 +124,7 @@ def main() -> None:
           f"overrides: {' '.join(args.overrides) or '(none)'}")
     for precision in ([cfg.train.inference_precision, "fp32"] if args.compare_fp32 else
                       [cfg.train.inference_precision]):
-        profile(cfg, args.positions, precision)
+        profile(cfg, args.positions, precision, args.checkpoint)
 
 
 if __name__ == "__main__":
