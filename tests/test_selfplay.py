@@ -1,0 +1,72 @@
+"""Self-play records: every position of every finished game, joined to that game's result."""
+
+import numpy as np
+import pytest
+
+from stapel_rl.env import engine, get_variant
+from stapel_rl.env.geometry import ROTATE_ACTION
+from stapel_rl.mcts import SearchConfig
+from stapel_rl.models import UniformEvaluator
+from stapel_rl.train.replay import STATE_FIELDS
+from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
+
+
+def replay_game(variant, actions):
+    """The decision states of a game replayed from its actions, and the final state."""
+    state, states = engine.init(variant, 1), []
+    for a in actions:
+        states.append(state)
+        state = engine.step(state, np.array([a]))
+    return states, state
+
+
+def row_key(fields: dict, i: int) -> bytes:
+    return b"|".join(np.ascontiguousarray(fields[k][i]).tobytes() for k in STATE_FIELDS)
+
+
+@pytest.mark.parametrize("variant_name", ["I", "II"])
+def test_recorded_positions_are_the_finished_games_with_their_results(variant_name):
+    variant = get_variant(variant_name).with_ply_cap(150)  # games of about 100 full moves, most decided
+    selfplay = SelfPlay(variant, UniformEvaluator(), SearchConfig(4, "gumbel"), SelfPlayConfig(num_games=6),
+                        np.random.default_rng(1))
+    positions = selfplay.play(300)
+    games = selfplay.take_finished_games()
+    assert len(positions) >= 300 and len(games) >= 3
+    assert any(g.result != 0 for g in games)  # the value targets' signs are tested
+
+    # Replaying every finished game gives exactly the recorded positions, each with its game's result.
+    expected = {}
+    for game in games:
+        states, final = replay_game(variant, game.actions)
+        assert final.done[0] and int(final.rewards[0, 0]) == game.result and int(final.ply[0]) == game.plies
+        points = float(final.points[0, 0] - final.points[0, 1])
+        for s in states:
+            sign = 1.0 if s.current_player[0] == 0 else -1.0
+            key = row_key({k: getattr(s, k) for k in STATE_FIELDS}, 0)
+            expected.setdefault(key, []).append((sign * game.result, sign * points))
+    got = {}
+    for i in range(len(positions)):
+        key = row_key(positions.arrays, i)
+        got.setdefault(key, []).append((float(positions.arrays["value"][i]), float(positions.arrays["points_diff"][i])))
+    assert sorted(got) == sorted(expected)
+    assert all(sorted(got[k]) == sorted(expected[k]) for k in got)
+
+    # Policies are search policies over the mover's canonical actions.
+    policy, mask = positions.arrays["policy"], positions.arrays["legal_action_mask"]
+    black = positions.arrays["current_player"] == 1
+    canonical_mask = np.where(black[:, None], mask[:, ROTATE_ACTION], mask)
+    np.testing.assert_allclose(policy.sum(axis=1), 1.0, rtol=1e-5)
+    assert (policy[~canonical_mask] == 0).all()
+
+
+def test_unfinished_games_stay_pending_and_arrive_later():
+    variant = get_variant("I").with_ply_cap(30)
+    selfplay = SelfPlay(variant, UniformEvaluator(), SearchConfig(2, "gumbel"), SelfPlayConfig(num_games=4),
+                        np.random.default_rng(2))
+    first = selfplay.play(1)
+    games = selfplay.take_finished_games()
+    pending = sum(len(p["serial"]) for p in selfplay.pending)
+    assert len(first) == sum(len(g.actions) for g in games)  # one position per decision of each finished game
+    assert pending == int(selfplay.recorded.sum())  # the rest belongs to the games still running
+    second = selfplay.play(1)
+    assert len(second) == sum(len(g.actions) for g in selfplay.take_finished_games())
