@@ -694,7 +694,7 @@ class ReferenceRoot:
         self.noise, self.base_visits, self.c = noise, base_visits, (c_visit, c_scale)
         self.table = gumbel.considered_table(max_considered, num_simulations)
         self.max_considered = max_considered
-        self.games = np.flatnonzero(~tree.terminal[:, 0] & (tree.forced[:, 0] < 0))
+        self.games = np.flatnonzero(~tree.terminal[:, 0] & (tree.legal[:, 0].sum(axis=1) > 1))
 
     start = classmethod(lambda cls, *args: cls(*args))
 
@@ -717,9 +717,13 @@ class ReferenceInterior:
     """Stands in for ``gumbel.Interior``: chooses when the descent reaches the node."""
 
     def __init__(self, tree, c_visit, c_scale):
-        self.c = (c_visit, c_scale)
+        self.c, self.tree = (c_visit, c_scale), tree
 
     start = classmethod(lambda cls, *args: cls(*args))
+
+    @property
+    def next_action(self):
+        return self.tree.forced  # -1 at every node with a choice: the descent asks ``choose`` each time
 
     def choose(self, tree, games, nodes):
         return reference_select_interior(tree, games, nodes, *self.c)
@@ -727,7 +731,7 @@ class ReferenceInterior:
     def refresh(self, tree, games, nodes):
         pass
 
-    def expanded(self, tree, games, nodes, prior, legal):
+    def expanded(self, tree, games, nodes, forced, live, prior, legal):
         pass
 
 
@@ -834,7 +838,7 @@ def test_gumbel_first_choice_at_new_nodes_matches_reference():
     tree.children_prior[:, 1], tree.children_values[:, 1] = prior, np.where(legal, 0, -1e9)
     tree.node_visits[:, 1], tree.raw_values[:, 1] = 1, rng.uniform(-1, 1, g)
     interior = gumbel.Interior.start(tree, 50.0, 0.1)
-    interior.expanded(tree, games, nodes, prior, legal)
+    interior.expanded(tree, games, nodes, np.full(g, -1), np.arange(g), prior, legal)
     np.testing.assert_array_equal(tree.children_log_prior[:, 1], reference_log_prior(tree, games, nodes))
     expected = reference_select_interior(tree, games, nodes, 50.0, 0.1)
     np.testing.assert_array_equal(interior.next_action[:, 1], expected)
@@ -861,11 +865,16 @@ def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
         chosen = interior.next_action[games, nodes] >= 0  # a reused node may not have been reached
         assert chosen.mean() > 0.5
         np.testing.assert_array_equal(interior.next_action[games, nodes][chosen], expected[chosen])
+        # Elsewhere the only action, -2 where the game is over, -1 at the roots and unused nodes.
         others = np.ones(interior.next_action.shape, bool)
         others[games, nodes] = False
-        assert (interior.next_action[others] == -1).all()
+        used = np.arange(tree.capacity) < tree.num_nodes[:, None]
+        only = np.where(tree.num_legal == 1, tree.legal.argmax(axis=2), np.where(tree.terminal & used, -2, -1))
+        only[:, 0] = np.where(tree.terminal[:, 0], -2, only[:, 0])
+        np.testing.assert_array_equal(interior.next_action[others], only[others])
+        np.testing.assert_array_equal(tree.forced, only)
         # The log prior the choices used, and the roots' (final policy).
-        games, nodes = np.nonzero(interior.next_action >= 0)
+        games, nodes = np.nonzero((interior.next_action >= 0) & (tree.num_legal > 1))
         games, nodes = np.r_[games, np.arange(s.batch_size)], np.r_[nodes, np.zeros(s.batch_size, np.int64)]
         np.testing.assert_array_equal(tree.children_log_prior[games, nodes], reference_log_prior(tree, games, nodes))
     for root, out in zip(roots, outputs):

@@ -157,8 +157,9 @@ class Interior:
     per tree level there (numpy's fixed cost per call dominates those).
 
     Attributes:
-        next_action: ``int64 [B, N]`` the action ``select_interior`` gives at each node with
-            two or more legal actions, -1 until this search has computed it.
+        next_action: ``int64 [B, N]`` the action the descent takes at each node: the one
+            ``select_interior`` gives where there are two or more legal actions (-1 until
+            this search has computed it), else ``tree.forced`` (the only one, or -2: game over).
     """
 
     next_action: np.ndarray
@@ -167,19 +168,17 @@ class Interior:
 
     @classmethod
     def start(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
-        """No choices yet; the roots' log priors (for the final policy)."""
+        """No choices yet, only the forced actions and ends; the roots' log priors (for the final policy)."""
         games = np.arange(tree.batch_size)
         tree.children_log_prior[:, 0] = log_prior(tree, games, np.zeros_like(games))
-        return cls(np.full((tree.batch_size, tree.capacity), -1, np.int64), c_visit, c_scale)
+        return cls(tree.forced.astype(np.int64), c_visit, c_scale)
 
     def choose(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """The action ``[G]`` at ``nodes`` of ``games``."""
-        action = self.next_action[games, nodes]
-        missing = np.flatnonzero(action < 0)  # nodes of a reused subtree, reached for the first time
-        if missing.size:
-            g, n = games[missing], nodes[missing]
-            tree.children_log_prior[g, n] = log_prior(tree, g, n)
-            action[missing] = self.next_action[g, n] = select_interior(tree, g, n, self.c_visit, self.c_scale)
+        """The action ``[G]`` at ``nodes`` of ``games``, where ``next_action`` has none yet (-1):
+        nodes of a reused subtree, reached for the first time."""
+        tree.children_log_prior[games, nodes] = log_prior(tree, games, nodes)
+        action = select_interior(tree, games, nodes, self.c_visit, self.c_scale)
+        self.next_action[games, nodes] = action
         return action
 
     def refresh(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> None:
@@ -187,8 +186,12 @@ class Interior:
         if games.size:
             self.next_action[games, nodes] = select_interior(tree, games, nodes, self.c_visit, self.c_scale)
 
-    def expanded(self, tree: Tree, games: np.ndarray, nodes: np.ndarray, prior: np.ndarray, legal: np.ndarray) -> None:
-        """Log prior and first choice at new live nodes, from their ``prior`` and ``legal`` ``[G, A]``.
+    def expanded(
+        self, tree: Tree, games: np.ndarray, nodes: np.ndarray, forced: np.ndarray, live: np.ndarray,
+        prior: "np.ndarray | None", legal: "np.ndarray | None",
+    ) -> None:
+        """Next actions at new nodes ``nodes`` of ``games``, whose ``tree.forced`` is ``forced`` ``[G]``;
+        for the ``live`` ones (indices into them) also the log prior, from their ``prior`` and ``legal`` ``[L, A]``.
 
         With no child visited, sigma is exactly 0, so ``select_interior``
         reduces to the argmax of ``softmax(log prior)``: the first action of
@@ -196,19 +199,22 @@ class Interior:
         that exp and the division could round the two alike. exp is accurate
         to a few ulps (1e-7), so only those rows need the softmax itself.
         """
-        with np.errstate(divide="ignore"):
-            logits = np.log(np.maximum(prior, legal * TINY_PRIOR))  # log_prior's, -inf on illegal actions
-        tree.children_log_prior[games, nodes] = logits
-        best = logits.argmax(axis=1)
-        top = logits[np.arange(games.size), best][:, None]
-        close = np.flatnonzero(((logits > top - 1e-5) & (logits < top)).any(axis=1))
-        if close.size:
-            z = logits[close] - top[close]
-            policy = np.exp(z, out=z)
-            policy /= policy.sum(axis=1, keepdims=True)
-            best[close] = policy.argmax(axis=1)  # legal ones are > 0
-        choice = np.flatnonzero(tree.num_legal[games, nodes] > 1)
-        self.next_action[games[choice], nodes[choice]] = best[choice]
+        action = forced.astype(np.int64)
+        if live.size:
+            with np.errstate(divide="ignore"):
+                logits = np.log(np.maximum(prior, legal * TINY_PRIOR))  # log_prior's, -inf on illegal actions
+            tree.children_log_prior[games[live], nodes[live]] = logits
+            best = logits.argmax(axis=1)
+            top = logits[np.arange(live.size), best][:, None]
+            close = np.flatnonzero(((logits > top - 1e-5) & (logits < top)).any(axis=1))
+            if close.size:
+                z = logits[close] - top[close]
+                policy = np.exp(z, out=z)
+                policy /= policy.sum(axis=1, keepdims=True)
+                best[close] = policy.argmax(axis=1)  # legal ones are > 0
+            choice = np.flatnonzero(action[live] == -1)
+            action[live[choice]] = best[choice]
+        self.next_action[games, nodes] = action
 
 
 def root_policy(tree: Tree, c_visit: float, c_scale: float) -> np.ndarray:
@@ -284,7 +290,7 @@ class Root:
         c_visit: float, c_scale: float,
     ) -> "Root":
         """The root state before the first simulation; ``gumbel``: ``[B, A]`` noise, -inf on illegal actions."""
-        games = np.flatnonzero(~tree.terminal[:, 0] & (tree.forced[:, 0] < 0))
+        games = np.flatnonzero(tree.forced[:, 0] == -1)
         visits = tree.children_visits[games, 0]
         q = tree.children_values[games, 0]
         prior = tree.children_prior[games, 0]

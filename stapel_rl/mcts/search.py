@@ -18,6 +18,8 @@ from stapel_rl.mcts import gumbel, puct
 from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
+NEG_INF = np.float32(-np.inf)
+
 
 @dataclasses.dataclass(frozen=True)
 class SearchConfig:
@@ -87,16 +89,17 @@ def _expand(
     interior: "gumbel.Interior | None" = None,
 ) -> np.ndarray:
     """Create the children reached by ``actions``, evaluate them in one call; their node indices."""
-    if (tree.num_nodes[games] >= tree.capacity).any():
+    new = tree.num_nodes[games]
+    if (new >= tree.capacity).any():
         raise RuntimeError("search tree is full: allocate more nodes than simulations")
+    tree.num_nodes[games] = new + 1
+    new = new.astype(np.int64)
     states = engine.step(read_states(tree, games, parents), actions, validate=False)
-    new = tree.num_nodes[games].astype(np.int64)
-    tree.num_nodes[games] += 1
-    write_states(tree, games, new, states)
+    forced = write_states(tree, games, new, states)
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
     tree.children_index[games, parents, actions] = new
-    _evaluate(tree, games, new, states, evaluator, interior)
+    _evaluate(tree, games, new, states, evaluator, interior, forced)
     return new
 
 
@@ -107,47 +110,71 @@ def _evaluate(
     states: State,
     evaluator: Evaluator,
     interior: "gumbel.Interior | None" = None,
+    forced: "np.ndarray | None" = None,
 ) -> None:
     """Prior and value of new nodes: the evaluator's, or the true result where the game is over.
 
-    ``interior`` (Gumbel) gets its first choice at the live ones.
+    ``interior`` (Gumbel) gets its first choice at the new nodes, ``forced``
+    being what ``write_states`` returned for them.
     """
     over = states.terminated | states.truncated
-    value = states.rewards[np.arange(states.batch_size), states.current_player].astype(np.float32)
+    value = states.rewards[np.arange(states.batch_size), states.current_player]
     live = np.flatnonzero(~over)
     if live.size:
-        evaluation = evaluator(take(states, live))
+        evaluation = evaluator(take(states, live) if live.size < over.size else states)
         value[live] = evaluation.value
         legal = states.legal_action_mask[live]
-        prior = masked_softmax(evaluation.logits, legal)
-        tree.children_prior[games[live], nodes[live]] = prior
-        tree.children_values[games[live], nodes[live]] = np.where(legal, 0, ILLEGAL_VALUE)
-        if interior is not None:
-            interior.expanded(tree, games[live], nodes[live], prior, legal)
+        prior = _softmax_live(evaluation.logits, legal)
+        g, n = games[live], nodes[live]
+        tree.children_prior[g, n] = prior
+        tree.children_values[g, n] = np.where(legal, np.float32(0), ILLEGAL_VALUE)
+    else:
+        prior = legal = None
+    if interior is not None:
+        interior.expanded(tree, games, nodes, forced, live, prior, legal)
     tree.raw_values[games, nodes] = value
 
 
-def _backup(tree: Tree, leaves: np.ndarray) -> None:
-    """Add each game's leaf value to the leaf and its ancestors, flipping sign at changes of player."""
-    games = np.arange(tree.batch_size)
-    node = leaves.astype(np.int64)
-    value = tree.raw_values[games, node]
-    while games.size:
-        n = node[games]
-        v = value[games]
-        visits = tree.node_visits[games, n]
-        tree.node_values[games, n] += (v - tree.node_values[games, n]) / (visits + 1)
-        tree.node_visits[games, n] = visits + 1
-        parent = tree.parents[games, n]
-        up = parent >= 0
-        games, n, v, parent = games[up], n[up], v[up], parent[up]
-        v = np.where(tree.player[games, parent] == tree.player[games, n], v, -v)
-        a = tree.action_from_parent[games, n]
-        visits = tree.children_visits[games, parent, a]
-        tree.children_values[games, parent, a] += (v - tree.children_values[games, parent, a]) / (visits + 1)
-        tree.children_visits[games, parent, a] = visits + 1
-        node[games] = parent
-        value[games] = v
+def _softmax_live(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+    """``masked_softmax`` for rows with at least one legal action, bit for bit, in fewer passes.
+
+    exp(-inf) is 0, so illegal actions need no second mask, and the row
+    maximum is finite.
+    """
+    z = np.where(legal, logits, NEG_INF)
+    z -= z.max(axis=1, keepdims=True)
+    e = np.exp(z, out=z)
+    e /= e.sum(axis=1, keepdims=True)
+    return e
+
+
+def _backup(tree: Tree, final: np.ndarray, games: np.ndarray, nodes: np.ndarray, actions: np.ndarray) -> None:
+    """Add each game's leaf value to the nodes and edges of its path, flipping sign at changes of player.
+
+    ``final`` ``[B]``: each game's last node, flat (game * N + node); ``games``,
+    ``nodes`` (flat), ``actions``: the edges of all paths, in any order. With
+    two players, the value seen from a node is the leaf's where the same player
+    moves at both, else its negation, however often the turn changed between.
+    The nodes of one path are distinct, so all are updated at once, with the
+    arithmetic (and float rounding) of one update at a time.
+    """
+    node_values, node_visits = tree.node_values.reshape(-1), tree.node_visits.reshape(-1)
+    player = tree.player.reshape(-1)
+    leaf_value = tree.raw_values.reshape(-1)[final]
+    v = leaf_value[games]
+    v = np.where(player[nodes] == player[final][games], v, -v)
+    at = np.concatenate((nodes, final))
+    value = np.concatenate((v, leaf_value))
+    visits = node_visits[at]
+    old = node_values[at]
+    node_values[at] = old + (value - old) / (visits + 1)
+    node_visits[at] = visits + 1
+    edge = nodes * tree.children_index.shape[2] + actions
+    children_values, children_visits = tree.children_values.reshape(-1), tree.children_visits.reshape(-1)
+    visits = children_visits[edge]
+    old = children_values[edge]
+    children_values[edge] = old + (v - old) / (visits + 1)
+    children_visits[edge] = visits + 1
 
 
 def _simulate(
@@ -162,41 +189,77 @@ def _simulate(
     """One simulation in every game: select, expand (one engine step and one evaluator call), back up.
 
     ``root``, ``interior``: Gumbel's choices at the roots and inside the trees (None for PUCT).
+    The descent works on flat node indices (game * N + node) and reads the
+    action of each node from one array: ``tree.forced`` (PUCT) or Gumbel's
+    cached choices, where -2 ends the path (game over) and -1 asks for a choice.
     """
-    b = tree.batch_size
-    node = np.zeros(b, np.int64)
+    b, capacity = tree.batch_size, tree.capacity
+    num_actions = tree.children_index.shape[2]
+    children = tree.children_index.reshape(-1)
+    games = np.arange(b)
+    node = games * capacity
+    final = node.copy()  # each game's last node on its path
+    action = tree.forced[:, 0].astype(np.int64)
+    if root is None:
+        cache = tree.forced.reshape(-1)
+        free = np.flatnonzero(action == -1)
+        if free.size:
+            action[free] = puct.select(tree, free, np.zeros(free.size, np.int64), config.c_puct, noise)
+    else:
+        cache = interior.next_action.reshape(-1)
+        if root.games.size:
+            action[root.games] = root.select(tree, k)
     leaf_action = np.full(b, -1, np.int64)
-    active = np.arange(b)
-    at_root = True
-    chose_games, chose_nodes = [], []  # where Gumbel chose inside the tree: to choose again after backup
-    while active.size:
-        active = active[~tree.terminal[active, node[active]]]
-        if not active.size:
-            break
-        n = node[active]
-        a = tree.forced[active, n].astype(np.int64)
-        free = np.flatnonzero(a < 0)  # nodes with a choice; the others have one legal action
-        if free.size and config.algorithm == "puct":
-            a[free] = puct.select(tree, active[free], n[free], config.c_puct, noise)
-        elif free.size and at_root:
-            a[free] = root.select(tree, k)
-        elif free.size:
-            chose_games.append(active[free])
-            chose_nodes.append(n[free])
-            a[free] = interior.choose(tree, chose_games[-1], chose_nodes[-1])
-        at_root = False
-        child = tree.children_index[active, n, a]
+    leaf_parent = np.zeros(b, np.int64)
+    path_games, path_nodes, path_actions = [], [], []
+    while True:
+        if (action < 0).any():
+            over = action == -2
+            if over.any():
+                final[games[over]] = node[over]
+                keep = ~over
+                games, node, action = games[keep], node[keep], action[keep]
+                if not games.size:
+                    break
+            missing = np.flatnonzero(action == -1)
+            if missing.size:
+                g = games[missing]
+                nodes_here = node[missing] - g * capacity
+                if root is None:
+                    action[missing] = puct.select(tree, g, nodes_here, config.c_puct, noise)
+                else:
+                    action[missing] = interior.choose(tree, g, nodes_here)
+        path_games.append(games)
+        path_nodes.append(node)
+        path_actions.append(action)
+        child = children[node * num_actions + action]
         stop = child < 0
-        leaf_action[active[stop]] = a[stop]
-        node[active[~stop]] = child[~stop]
-        active = active[~stop]
+        if stop.any():
+            leaf_action[games[stop]] = action[stop]
+            leaf_parent[games[stop]] = node[stop]
+            keep = ~stop
+            games, child = games[keep], child[keep]
+            if not games.size:
+                break
+        node = games * capacity + child
+        action = cache[node].astype(np.int64)
     expanding = np.flatnonzero(leaf_action >= 0)
     if expanding.size:
-        node[expanding] = _expand(tree, expanding, node[expanding], leaf_action[expanding], evaluator, interior)
-    _backup(tree, node)
+        parents = leaf_parent[expanding] - expanding * capacity
+        new = _expand(tree, expanding, parents, leaf_action[expanding], evaluator, interior)
+        final[expanding] = expanding * capacity + new
+    if path_games:
+        _backup(tree, final, np.concatenate(path_games), np.concatenate(path_nodes), np.concatenate(path_actions))
+    else:
+        _backup(tree, final, final[:0], final[:0], final[:0])
     if root is not None:
         root.update(tree)
-        interior.refresh(tree, np.concatenate(chose_games or [node[:0]]), np.concatenate(chose_nodes or [node[:0]]))
+        if len(path_nodes) > 1:
+            # The nodes below the roots where the path chose: their children changed.
+            inner_games, inner = np.concatenate(path_games[1:]), np.concatenate(path_nodes[1:])
+            choice = np.flatnonzero(tree.forced.reshape(-1)[inner] == -1)
+            inner_games = inner_games[choice]
+            interior.refresh(tree, inner_games, inner[choice] - inner_games * capacity)
 
 
 def search(

@@ -42,7 +42,9 @@ class Tree:
         player: ``int8 [B, N]`` player to move at the node (0 White, 1 Black).
         terminal: ``bool [B, N]`` the game is over at the node.
         forced: ``int32 [B, N]`` the only legal action of the node, -1 if it has
-            none or several (forced captures make long single-move chains).
+            several, -2 if none (the game is over); forced captures make long
+            single-move chains. The descent reads it as the action to take
+            where it is not -1.
         num_legal: ``int32 [B, N]`` number of legal actions of the node.
         states: the engine state of every node, each field shaped ``[B, N, ...]``.
         num_nodes: ``int32 [B]`` nodes in use (the next free index).
@@ -137,15 +139,19 @@ def read_states(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> State:
     return State(**{f: getattr(tree.states, f)[games, nodes] for f in ARRAY_FIELDS}, variant=tree.states.variant)
 
 
-def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State) -> None:
+def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State) -> np.ndarray:
+    """Store ``states`` at nodes ``nodes`` of games ``games``; returns what it wrote to ``forced`` ``[G]``."""
     for f in ARRAY_FIELDS:
         getattr(tree.states, f)[games, nodes] = getattr(states, f)
     tree.player[games, nodes] = states.current_player
-    tree.terminal[games, nodes] = states.terminated | states.truncated
+    over = states.terminated | states.truncated
+    tree.terminal[games, nodes] = over
     mask = states.legal_action_mask
     count = mask.sum(axis=1)
     tree.num_legal[games, nodes] = count
-    tree.forced[games, nodes] = np.where(count == 1, mask.argmax(axis=1), -1)
+    forced = np.where(count == 1, mask.argmax(axis=1), -1 - over)  # a game over has no legal action
+    tree.forced[games, nodes] = forced
+    return forced
 
 
 def subtree(
