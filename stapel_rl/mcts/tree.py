@@ -48,11 +48,6 @@ class Tree:
         num_legal: ``int32 [B, N]`` number of legal actions of the node.
         states: the engine state of every node, each field shaped ``[B, N, ...]``.
         num_nodes: ``int32 [B]`` nodes in use (the next free index).
-        records: ``[B, N]`` of a structured dtype holding each node's engine state
-            and ``terminal``, ``forced``, ``num_legal``: ``states``, these three
-            and ``player`` (``states.current_player``) are views of its fields,
-            so that a node's state is read or written in one indexing call, not
-            one per field.
     """
 
     node_visits: np.ndarray
@@ -71,7 +66,6 @@ class Tree:
     num_legal: np.ndarray
     states: State
     num_nodes: np.ndarray
-    records: np.ndarray
 
     @property
     def batch_size(self) -> int:
@@ -95,17 +89,9 @@ _FILL = {
     "children_index": -1, "children_prior": 0, "children_visits": 0, "children_values": 0,
     "player": 0, "terminal": False, "forced": -1, "num_legal": 0,
 }
-PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent")  # besides ``records``
+PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal",
+            "forced", "num_legal")
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
-_NODE_FIELDS = (("terminal", np.dtype(bool)), ("forced", np.dtype(np.int32)), ("num_legal", np.dtype(np.int32)))
-
-
-def _record_dtype(state: State) -> np.dtype:
-    """One node's engine state and ``_NODE_FIELDS``, widest first (aligned without padding)."""
-    fields = [(f, getattr(state, f).dtype, getattr(state, f).shape[1:]) for f in ARRAY_FIELDS]
-    fields += [(name, dtype, ()) for name, dtype in _NODE_FIELDS]
-    fields.sort(key=lambda f: -f[1].itemsize)
-    return np.dtype(fields, align=True)
 
 
 def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
@@ -116,15 +102,16 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
     fresh memory page-faults on first touch, which costs more than clearing.
     """
     b, n = root.batch_size, int(capacity)
-    dtype = _record_dtype(root)
-    if out is not None and out.batch_size == b and out.capacity >= n and out.records.dtype == dtype \
-            and out.states.variant == root.variant:
+    if out is not None and out.batch_size == b and out.capacity >= n and out.states.variant == root.variant:
         for name, fill in _FILL.items():
             getattr(out, name).fill(fill)
         out.num_nodes.fill(1)
         write_states(out, np.arange(b), np.zeros(b, np.int64), root)
         return out
-    records = np.zeros((b, n), dtype)
+    states = State(
+        **{f: np.zeros((b, n) + getattr(root, f).shape[1:], getattr(root, f).dtype) for f in ARRAY_FIELDS},
+        variant=root.variant,
+    )
     tree = Tree(
         node_visits=np.zeros((b, n), np.int32),
         node_values=np.zeros((b, n), np.float32),
@@ -136,38 +123,34 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
         children_visits=np.zeros((b, n, NUM_ACTIONS), np.int32),
         children_values=np.zeros((b, n, NUM_ACTIONS), np.float32),
         children_log_prior=np.empty((b, n, NUM_ACTIONS), np.float32),
-        player=records["current_player"],
-        terminal=records["terminal"],
-        forced=records["forced"],
-        num_legal=records["num_legal"],
-        states=State(**{f: records[f] for f in ARRAY_FIELDS}, variant=root.variant),
+        player=np.zeros((b, n), np.int8),
+        terminal=np.zeros((b, n), bool),
+        forced=np.full((b, n), -1, np.int32),
+        num_legal=np.zeros((b, n), np.int32),
+        states=states,
         num_nodes=np.ones(b, np.int32),
-        records=records,
     )
-    tree.forced.fill(-1)
     write_states(tree, np.arange(b), np.zeros(b, np.int64), root)
     return tree
 
 
 def read_states(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> State:
-    """The engine states of nodes ``nodes`` of games ``games`` as one batch (fields are strided views)."""
-    records = tree.records[games, nodes]
-    return State(**{f: records[f] for f in ARRAY_FIELDS}, variant=tree.states.variant)
+    """The engine states of nodes ``nodes`` of games ``games`` as one batch."""
+    return State(**{f: getattr(tree.states, f)[games, nodes] for f in ARRAY_FIELDS}, variant=tree.states.variant)
 
 
 def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State) -> np.ndarray:
     """Store ``states`` at nodes ``nodes`` of games ``games``; returns what it wrote to ``forced`` ``[G]``."""
-    records = np.empty(states.batch_size, tree.records.dtype)
     for f in ARRAY_FIELDS:
-        records[f] = getattr(states, f)
+        getattr(tree.states, f)[games, nodes] = getattr(states, f)
+    tree.player[games, nodes] = states.current_player
     over = states.terminated | states.truncated
-    records["terminal"] = over
+    tree.terminal[games, nodes] = over
     mask = states.legal_action_mask
     count = mask.sum(axis=1)
-    records["num_legal"] = count
+    tree.num_legal[games, nodes] = count
     forced = np.where(count == 1, mask.argmax(axis=1), -1 - over)  # a game over has no legal action
-    records["forced"] = forced
-    tree.records[games, nodes] = records
+    tree.forced[games, nodes] = forced
     return forced
 
 
@@ -209,7 +192,8 @@ def subtree(
     new = new_index[g, old]
     for name in PER_NODE + PER_CHILD:
         getattr(out, name)[g, new] = getattr(tree, name)[g, old]
-    out.records[g, new] = tree.records[g, old]
+    for f in ARRAY_FIELDS:
+        getattr(out.states, f)[g, new] = getattr(tree.states, f)[g, old]
     children = out.children_index[g, new]
     out.children_index[g, new] = np.where(children >= 0, new_index[g[:, None], np.maximum(children, 0)], -1)
     parents = out.parents[g, new]
