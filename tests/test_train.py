@@ -104,3 +104,32 @@ def test_gated_run_records_the_sprt(tmp_path):
     assert {"gate/accepted", "gate/llr", "gate/pairs"} <= set(events.Tags()["scalars"])
     state = checkpoint.load(checkpoint.list_checkpoints(tmp_path / "run" / "checkpoints")[-1])
     assert state["best_model"] is not None
+
+
+@pytest.mark.slow
+def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    run = tmp_path / "run"
+    done = run_train(run, "train.iterations=2", "train.keep_every_minutes=1e-6", "train.eval_every=2",
+                     "train.eval_opponents=[random,alphabeta:1]", "train.eval_games=2", "variant.ply_cap=40")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "eval at iteration 2: vs random" in done.stdout and "vs alphabeta:1" in done.stdout
+    # One snapshot per iteration (the schedule is tiny), each the network alone with the run's clock.
+    snapshots = checkpoint.list_checkpoints(run / "snapshots")
+    assert [checkpoint.load(p)["step"] for p in snapshots] == [1, 2]
+    saved = checkpoint.load(snapshots[-1])
+    assert "replay" not in saved and "trainer" not in saved and saved["counters"]["seconds"] > 0
+    events = EventAccumulator(str(run / "tb"))
+    events.Reload()
+    tags = set(events.Tags()["scalars"])
+    for name in ("random", "alphabeta_1"):
+        assert {f"eval/score_vs_{name}", f"eval/elo_vs_{name}", f"eval/elo_vs_{name}_low"} <= tags
+    assert {"eval/seconds", "eval/share_of_run"} <= tags
+    assert [e.step for e in events.Scalars("eval/score_vs_random")] == [2]  # eval_every=2: not at 1
+
+
+def test_unknown_evaluation_opponent_is_a_clear_error(tmp_path):
+    done = run_train(tmp_path / "run", "train.eval_opponents=[greedy,alphabta:2]")
+    assert done.returncode != 0
+    assert "train.eval_opponents" in done.stderr and "alphabta:2" in done.stderr

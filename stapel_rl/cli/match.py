@@ -8,7 +8,6 @@ Prints wins/draws/losses and the score with a 95% Wilson interval per opponent.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
 import time
 
@@ -16,15 +15,7 @@ import numpy as np
 
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
-
-
-def wilson(score: float, n: int, z: float = 1.96) -> "tuple[float, float]":
-    """95% Wilson score interval of a proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    centre = (score + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return centre - half, centre + half
+from stapel_rl.eval.ratings import wilson
 
 
 def main(argv: "list[str] | None" = None) -> int:

@@ -9,7 +9,7 @@ import numpy as np
 
 from stapel_rl.env import engine
 from stapel_rl.env.sampling import random_legal_actions
-from stapel_rl.env.state import State, take
+from stapel_rl.env.state import State, concatenate, take
 from stapel_rl.env.variants import Variant, get_variant
 from stapel_rl.eval.agents import Agent
 
@@ -46,6 +46,18 @@ def opening_positions(variant: Variant, num_games: int, random_plies: int, rng: 
         state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
         state = engine.reset_games(state, state.done)
     return state
+
+
+def paired_openings(variant: Variant, pairs: int, random_plies: int, rng: np.random.Generator
+                    ) -> "tuple[State, np.ndarray]":
+    """Colour-swapped pairs: ``pairs`` random openings, each played once with the agent as White and once as Black.
+
+    Returns the start positions ``[2 * pairs]`` and the agent's colour in each
+    game (``play_match``'s ``start`` and ``agent_colour``). Playing both sides
+    of an opening cancels most of its luck.
+    """
+    openings = opening_positions(variant, pairs, random_plies, rng)
+    return concatenate([openings, openings]), np.repeat([0, 1], pairs)
 
 
 def play_match(

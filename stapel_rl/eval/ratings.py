@@ -118,3 +118,26 @@ def rate(
     games = np.bincount(white, minlength=len(players)) + np.bincount(black, minlength=len(players))
     points = np.bincount(white, s, len(players)) + np.bincount(black, 1 - s, len(players))
     return Ratings(list(players), elo, low, high, games, points / np.maximum(games, 1), anchor, level)
+
+
+def wilson(score: float, n: int, z: float = 1.96) -> "tuple[float, float]":
+    """95% Wilson score interval of a proportion (a mean score over ``n`` games, draws as half)."""
+    if n == 0:
+        return 0.0, 1.0
+    centre = (score + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(score * (1 - score) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return centre - half, centre + half
+
+
+def elo_difference(score: float, n: int) -> "tuple[float, float, float]":
+    """Elo difference implied by a mean score over ``n`` games, and its 95% interval (Wilson).
+
+    A score of 0 or 1 has no finite estimate: it is taken as half a game from
+    the end (1 / 2n), and the interval's open end stays finite the same way.
+    """
+    if n < 1:
+        raise ValueError("an Elo difference needs at least one game")
+    edge = 0.5 / n
+    to_elo = lambda s: 400.0 * math.log10(min(max(s, edge), 1 - edge) / (1 - min(max(s, edge), 1 - edge)))  # noqa: E731
+    low, high = wilson(score, n)
+    return to_elo(score), to_elo(low), to_elo(high)

@@ -24,14 +24,13 @@ from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
 from stapel_rl.env import get_variant
-from stapel_rl.eval.agents import GreedyAgent, RandomAgent
-from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.train import checkpoint
 from stapel_rl.train.config import register
+from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.replay import ReplayBuffer
 from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
 from stapel_rl.train.trainer import OptimConfig, Trainer, mean_metrics
@@ -95,6 +94,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     actor = PolicyValueNet(model_config)
     evaluator = NetworkEvaluator(actor, device="cpu", precision=t.inference_precision)
     buffer = ReplayBuffer(t.replay_capacity, variant)
+    opponents = make_opponents(list(t.eval_opponents))
     counters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
 
     # --- resume from the newest checkpoint of this run (or cfg.resume) ----------------------
@@ -167,11 +167,21 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             "train/steps_per_s": len(history) / train_seconds if history else 0.0,
             "train/replay_size": len(buffer),
         })
-        if t.eval_every and it % t.eval_every == 0:
-            agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))
-            for name, opponent in (("random", RandomAgent()), ("greedy", GreedyAgent())):
-                result = play_match(agent, opponent, variant, t.eval_games, rng)
-                scalars[f"eval/score_vs_{name}"] = result.score
+        since_eval = counters["seconds"] - counters.get("eval_at", 0.0)
+        if opponents and ((t.eval_every and it % t.eval_every == 0) or
+                          (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)):
+            agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))  # temperature 0: no noise
+            results = evaluate(agent, opponents, variant, t.eval_games, rng)
+            seconds = sum(r.seconds for r in results)
+            counters["eval_at"] = counters["seconds"]
+            counters["eval_seconds"] = counters.get("eval_seconds", 0.0) + seconds
+            share = counters["eval_seconds"] / max(1e-9, counters["seconds"] + time.perf_counter() - start)
+            for r in results:
+                scalars.update(r.scalars())
+            scalars.update({"eval/seconds": seconds, "eval/share_of_run": share})
+            tqdm.write(f"eval at iteration {it}: " + ", ".join(
+                f"vs {r.opponent} {100 * r.score:.0f}% of {r.games} (Elo {r.elo:+.0f} [{r.elo_low:+.0f}, "
+                f"{r.elo_high:+.0f}])" for r in results) + f"; {seconds:.0f} s, {100 * share:.0f}% of the run so far")
         for key, value in scalars.items():
             writer.add_scalar(key, value, it)
         if t.image_every and it % t.image_every == 0:
@@ -188,8 +198,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         counters["seconds"] += time.perf_counter() - start
         bar.update(round(time.perf_counter() - start) if budget else 1)
         shown = {k.split("/")[-1]: f"{v:.3g}" for k, v in scalars.items()
-                 if k in ("loss/policy", "loss/value", "selfplay/positions_per_s", "eval/score_vs_random",
-                          "eval/score_vs_greedy")}
+                 if k in ("loss/policy", "loss/value", "selfplay/positions_per_s") or k.startswith("eval/score_vs_")}
         bar.set_postfix(it=it, games=counters["games"], **shown)
 
         # 4. checkpoint (atomic: temp file + rename)
@@ -201,6 +210,13 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
                 "code_version": version, "best_model": evaluator.net.state_dict() if t.gate else None,
             }, keep=t.keep_checkpoints)
+        # Snapshots for learning curves: the network alone, every keep_every_minutes of the run, all kept.
+        if t.keep_every_minutes and counters["seconds"] >= counters.get("kept_at", 0.0) + 60 * t.keep_every_minutes:
+            counters["kept_at"] = counters["seconds"]
+            checkpoint.save(out_dir / "snapshots", it, {
+                "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
+                "counters": dict(counters), "config": OmegaConf.to_container(cfg), "seed": cfg.seed,
+                "variant": variant.name, "code_version": version}, keep=0)
     bar.close()
     writer.close()
     return path or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]

@@ -7,7 +7,7 @@ is rejected by Hydra ("Key 'x' not in 'TrainConfig'").
 from __future__ import annotations
 
 import dataclasses
-from typing import Optional
+from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -60,11 +60,14 @@ class TrainConfig:
     lr_schedule: str = "cosine"  # "cosine" or "constant"
     total_steps: int = 10000  # gradient steps the cosine schedule spans
     points_weight: float = 0.25  # weight of the auxiliary points loss (models with points_head)
-    eval_every: int = 5  # iterations between evaluations against random and greedy (0 = never)
-    eval_games: int = 64  # games per evaluation opponent (colours alternate)
-    eval_simulations: int = 16  # simulations of the evaluated MCTS agent
+    eval_every: int = 0  # iterations between evaluations (0 = only by eval_every_minutes)
+    eval_every_minutes: float = 10.0  # minutes of the run between evaluations (0 = only by eval_every)
+    eval_opponents: List[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs
+    eval_games: int = 16  # games per opponent: colour-swapped pairs from random openings
+    eval_simulations: int = 16  # simulations of the evaluated MCTS agent (no noise)
     checkpoint_every: int = 1  # iterations between checkpoints
     keep_checkpoints: int = 2  # newest checkpoints kept on disk
+    keep_every_minutes: float = 5.0  # also keep the network alone in snapshots/ every this many minutes (0 = never)
     gate: bool = False  # self-play keeps the best network; a new one replaces it only after an SPRT accepts it
     gate_every: int = 5  # iterations between gating tests (with gate)
     gate_elo1: float = 20.0  # SPRT H1: the candidate is at least this much stronger (H0: not stronger)
