@@ -58,6 +58,8 @@ class TournamentConfig:
     opening_plies: random actions before the agents take over.
     gauntlet: if True, the first player meets every other one; else round robin.
     seed: seeds the openings and the agents' randomness.
+    schedule: explicit pairings (player index pairs) instead of either; each
+        pairing's openings come from its position in this list.
     """
 
     players: "list[str]"
@@ -66,8 +68,11 @@ class TournamentConfig:
     opening_plies: int = 4
     gauntlet: bool = False
     seed: int = 0
+    schedule: "list[tuple[int, int]] | None" = None
 
     def pairings(self) -> "list[tuple[int, int]]":
+        if self.schedule is not None:
+            return [tuple(p) for p in self.schedule]
         n = len(self.players)
         if self.gauntlet:
             return [(0, j) for j in range(1, n)]

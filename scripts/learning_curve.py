@@ -1,0 +1,128 @@
+"""Learning curves: rate the network snapshots of training runs on a fixed ladder, Elo against hours.
+
+    python scripts/learning_curve.py runs/I/new runs/I/old --variant I --out tournaments/curve_I
+
+Every run's ``snapshots/`` (``train.keep_every_minutes``) are played, with
+``--sims`` simulations and no noise, against each member of a fixed ladder of
+classical players (default ``greedy``, ``alphabeta:2``, ``alphabeta:4``), and
+the ladder members against each other, in colour-swapped pairs from random
+openings (the tournament machinery: ``games.jsonl`` in ``--out``, so a killed
+rating resumes and a rerun with more snapshots plays only the new games).
+One Bradley-Terry fit over all games puts every snapshot on one scale with
+``alphabeta:2`` at 0, with 95% bootstrap intervals over game pairs; the plot
+shows Elo against the run's wall-clock hours, all runs on one figure, the
+ladder as horizontal lines (docs/learning_curve_<variant>.png by default).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pathlib
+import sys
+
+from tqdm import tqdm
+
+from stapel_rl.env import get_variant
+from stapel_rl.eval.ratings import rate
+from stapel_rl.eval.tournament import TournamentConfig, load_results, run
+from stapel_rl.train.checkpoint import code_version, list_checkpoints, load
+
+DEFAULT_LADDER = ["greedy", "alphabeta:2", "alphabeta:4"]
+
+
+def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, float]]":
+    """Every ``every``-th snapshot of a run (the last one always) with its wall-clock hours."""
+    paths = list_checkpoints(run_dir / "snapshots")
+    if not paths:
+        raise ValueError(f"{run_dir} has no snapshots/: was it trained with train.keep_every_minutes > 0?")
+    chosen = paths[::every] + ([paths[-1]] if (len(paths) - 1) % every else [])
+    return [(p, float(load(p)["counters"]["seconds"]) / 3600.0) for p in chosen]
+
+
+def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, path: pathlib.Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5))
+    for name, rows in curves.items():
+        hours = [r["hours"] for r in rows]
+        line, = ax.plot(hours, [r["elo"] for r in rows], marker="o", ms=4, label=name)
+        ax.fill_between(hours, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(),
+                        alpha=0.2)
+    for row in ladder:
+        ax.axhline(row["elo"], color="grey", ls="--", lw=0.8)
+        ax.annotate(row["player"], (0, row["elo"]), xytext=(2, 2), textcoords="offset points", color="grey",
+                    fontsize=8, xycoords=("axes fraction", "data"))
+    ax.set_xlabel("training wall-clock (hours)")
+    ax.set_ylabel("Elo (alphabeta:2 = 0), 95% interval")
+    ax.set_title(f"Variant {variant}: strength against training time")
+    ax.grid(alpha=0.3)
+    ax.legend(loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("runs", nargs="+", help="training run directories (with snapshots/)")
+    parser.add_argument("--variant", default="I")
+    parser.add_argument("--ladder", nargs="+", default=DEFAULT_LADDER, help="fixed opponents (agent specs)")
+    parser.add_argument("--anchor", default="alphabeta:2", help="ladder member rated 0")
+    parser.add_argument("--sims", type=int, default=64, help="simulations of the snapshots' search")
+    parser.add_argument("--pairs", type=int, default=10, help="openings per pairing (each played with both colours)")
+    parser.add_argument("--every", type=int, default=1, help="rate every n-th snapshot of each run")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", default=None, help="results folder (default tournaments/learning_curve_<variant>)")
+    parser.add_argument("--plot", default=None, help="figure (default docs/learning_curve_<variant>.png)")
+    args = parser.parse_args(argv)
+    out = pathlib.Path(args.out or f"tournaments/learning_curve_{args.variant}")
+    figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
+    try:
+        if args.anchor not in args.ladder:
+            raise ValueError(f"the anchor {args.anchor!r} must be on the ladder {args.ladder}")
+        points = {pathlib.Path(r).name: snapshots(pathlib.Path(r), args.every) for r in args.runs}
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    specs = {f"mcts:{p}:sims={args.sims}": (name, hours) for name, rows in points.items() for p, hours in rows}
+    players = list(args.ladder) + list(specs)
+    n = len(args.ladder)
+    # The ladder among itself (fixes its spacing), then every snapshot against every ladder member.
+    schedule = [(i, j) for i in range(n) for j in range(i + 1, n)] + [(k, i) for k in range(n, len(players))
+                                                                       for i in range(n)]
+    config = TournamentConfig(players, get_variant(args.variant), args.pairs, seed=args.seed, schedule=schedule)
+    with tqdm(total=2 * args.pairs * len(schedule), desc="games", unit="game") as bar:
+        bar.update(len(load_results(out / "games.jsonl")))
+        games = run(config, out, progress=bar)
+    index = {p: i for i, p in enumerate(players)}
+    games = [g for g in games if g["white"] in index and g["black"] in index]
+    ratings = rate(players, [index[g["white"]] for g in games], [index[g["black"]] for g in games],
+                   [g["white_score"] for g in games], [g["pair"] for g in games], anchor=args.anchor, seed=args.seed)
+    rows = {r["player"]: r for r in ratings.to_rows()}
+    curves: "dict[str, list[dict]]" = {}
+    for spec, (name, hours) in specs.items():
+        curves.setdefault(name, []).append({**rows[spec], "hours": hours})
+    ladder = [rows[p] for p in args.ladder]
+    print(f"Variant {args.variant}, {len(games)} games, Elo with {args.anchor} = 0 (95% bootstrap interval)")
+    for row in ladder:
+        print(f"  {row['player']:<14} {row['elo']:+6.0f} [{row['ci_low']:+.0f}, {row['ci_high']:+.0f}]")
+    for name, rows_ in curves.items():
+        print(f"run {name}:")
+        for r in sorted(rows_, key=lambda r: r["hours"]):
+            print(f"  {r['hours']:5.2f} h  {r['elo']:+6.0f} [{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]  "
+                  f"score {100 * r['score']:.0f}% of {r['games']}")
+    (out / "learning_curve.json").write_text(json.dumps({
+        "variant": args.variant, "ladder": ladder, "curves": curves, "anchor": args.anchor, "sims": args.sims,
+        "pairs": args.pairs, "runs": args.runs, "code_version": code_version()}, indent=2))
+    plot(curves, ladder, args.variant, figure)
+    print(f"plot: {figure}\nresults: {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
