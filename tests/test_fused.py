@@ -126,3 +126,14 @@ def test_policy_kl_of_known_distributions():
     # KL([1/2, 1/2] || [1/4, 3/4]) = 1/2 log 2 + 1/2 log(2/3); the illegal entry is ignored.
     other = np.log(np.array([[0.25, 0.75, 100.0], [0.2, 0.3, 0.5]]))
     np.testing.assert_allclose(policy_kl(same, other, legal)[0], 0.5 * np.log(2) + 0.5 * np.log(2 / 3), rtol=1e-9)
+
+
+def test_agents_and_the_engine_protocol_take_the_fast_path():
+    from stapel_rl.eval.agents import make_agent
+
+    cpu = torch.device("cpu")
+    # stapel-match, stapel-tournament, stapel-engine and stapel-play all build their agents with make_agent.
+    for kind, path, options in (("mcts", TRAINED["grid"], ":sims=2"), ("policy", TRAINED["compact"], "")):
+        evaluator = make_agent(f"{kind}:{path}{options}").evaluator
+        assert isinstance(evaluator, NetworkEvaluator)
+        assert evaluator.fold and evaluator.precision == fused.resolve_precision("auto", cpu)
