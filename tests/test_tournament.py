@@ -83,3 +83,14 @@ def test_sprt_command_accepts_h1_for_a_stronger_agent():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1].startswith("H1: greedy is stronger")
+
+
+def test_match_plays_colour_swapped_pairs_from_random_openings(capsys):
+    from stapel_rl.cli.match import main
+
+    # Two deterministic players: from the start position every pair would be the same two games.
+    assert main(["alphabeta:1", "greedy", "--games", "6", "--variant", "II", "--seed", "3"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("alphabeta:1 vs greedy (Variant II): ") and "of 6" in line and "95% CI" in line
+    assert main(["greedy", "random", "--variant", "III"]) == 2
+    assert "unknown variant 'III'" in capsys.readouterr().err
