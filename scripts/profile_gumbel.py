@@ -13,15 +13,18 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import pathlib
 import pstats
-import time
+import sys
 
 import numpy as np
 
-from stapel_rl.env import State, concatenate, engine, take
-from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.models import UniformEvaluator
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+from bench_mcts import sims_per_second  # noqa: E402  (the same measurement as the benchmark's)
 
 # Phases of a simulation, by the functions that carry them out (cumulative time of each).
 PHASES = {
@@ -29,6 +32,7 @@ PHASES = {
     "root update": ("gumbel.py", "update"),
     "interior, after backup": ("gumbel.py", "refresh"),
     "interior, new nodes": ("gumbel.py", "expanded"),
+    "interior, reused nodes": ("gumbel.py", "choose"),
     "engine step": ("engine.py", "step"),
     "read states": ("tree.py", "read_states"),
     "write states": ("tree.py", "write_states"),
@@ -39,46 +43,20 @@ PHASES = {
 }
 
 
-def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
-    """``batch`` live positions at the start of a turn after about ``plies`` random actions.
-
-    The positions bench_mcts.py used when the figures in the commit log were
-    taken, kept here so that later figures stay comparable.
-    """
-    state, picked = engine.init("I", 2 * batch), []
-    for ply in range(plies + 1000):
-        if ply >= plies:
-            picked.append(take(state, np.flatnonzero(~state.done & (state.capturing < 0))))
-            if sum(p.batch_size for p in picked) >= batch:
-                break
-        state = engine.reset_games(engine.step(state, random_legal_actions(state.legal_action_mask, rng)), state.done)
-    return take(concatenate(picked), np.arange(batch))
-
-
-def sims_per_second(state: State, config: SearchConfig, repeats: int) -> float:
-    """As bench_mcts.py measures it: searches reusing the previous search's tree arrays."""
-    rng = np.random.default_rng(0)
-    out = search(state, UniformEvaluator(), config, rng)
-    start = time.perf_counter()
-    for _ in range(repeats):
-        out = search(state, UniformEvaluator(), config, rng, buffer=out.tree)
-    return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
-
-
 def timings(rounds: int, repeats: int) -> None:
     rng = np.random.default_rng(0)
     cases = [("puct", 128), ("gumbel", 32), ("puct", 32), ("gumbel", 128)]
     for batch in (512, 64):
-        state = midgame(batch, 20, rng)
+        state = random_positions("I", batch, 20, rng)
         print(f"\nB={batch}: simulations/s (uniform evaluator), {repeats} searches per figure")
         print(f"{'round':>5} " + " ".join(f"{a + ' ' + str(s):>12}" for a, s in cases) + f" {'g32/p128':>9}")
         for r in range(rounds):
-            rates = [sims_per_second(state, SearchConfig(s, a), repeats) for a, s in cases]
+            rates = [sims_per_second(state, UniformEvaluator(), SearchConfig(s, a), repeats) for a, s in cases]
             print(f"{r:>5} " + " ".join(f"{x:>12,.0f}" for x in rates) + f" {rates[1] / rates[0]:>9.2f}", flush=True)
 
 
 def profile(batch: int, sims: int, repeats: int) -> None:
-    state = midgame(batch, 20, np.random.default_rng(0))
+    state = random_positions("I", batch, 20, np.random.default_rng(0))
     config = SearchConfig(sims, "gumbel")
     rng = np.random.default_rng(0)
     out = search(state, UniformEvaluator(), config, rng)
