@@ -70,3 +70,34 @@ def test_unfinished_games_stay_pending_and_arrive_later():
     assert pending == int(selfplay.recorded.sum())  # the rest belongs to the games still running
     second = selfplay.play(1)
     assert len(second) == sum(len(g.actions) for g in selfplay.take_finished_games())
+
+
+def test_value_target_mixes_result_and_root_value_and_old_buffers_load():
+    import io
+
+    from stapel_rl.train.replay import FIELDS, Positions, ReplayBuffer
+
+    variant = get_variant("I")
+    selfplay = SelfPlay(variant.with_ply_cap(150), UniformEvaluator(), SearchConfig(4, "gumbel"),
+                        SelfPlayConfig(num_games=4), np.random.default_rng(3))
+    positions = selfplay.play(50)
+    root = positions.arrays["root_value"]
+    assert root.dtype == np.float32 and (np.abs(root) <= 1).all()
+    buffer = ReplayBuffer(1000, variant)
+    buffer.add(positions)
+    arrays = buffer.arrays
+    n = len(buffer)
+    arrays["value"][:n], arrays["root_value"][:n] = 1.0, -0.5
+    batch = buffer.sample(8, np.random.default_rng(0), "compact", value_mix=0.25)
+    np.testing.assert_allclose(batch.value, 0.625)  # 0.75 * 1 + 0.25 * -0.5
+    assert batch.obs.shape == (8, 18, 10, 5)
+    np.testing.assert_allclose(buffer.sample(8, np.random.default_rng(0)).value, 1.0)
+
+    # A buffer saved before root_value existed loads with zeros there.
+    blob = io.BytesIO()
+    np.savez(blob, added=np.array(n), **{k: v[:n] for k, v in arrays.items() if k != "root_value"})
+    old = ReplayBuffer(1000, variant)
+    old.load_bytes(blob.getvalue())
+    assert len(old) == n and (old.arrays["root_value"][:n] == 0).all()
+    np.testing.assert_array_equal(old.arrays["colours"][:n], arrays["colours"][:n])
+    assert set(FIELDS) == set(old.arrays)

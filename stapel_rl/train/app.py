@@ -150,7 +150,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         history = []
         if len(buffer) >= t.min_replay:
             for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
-                history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout)))
+                history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix)))
         train_seconds = time.perf_counter() - train_start
         scalars = mean_metrics(history) if history else {}
         if not t.gate:

@@ -30,6 +30,7 @@ FIELDS = {
     "legal_action_mask": ((NUM_ACTIONS,), bool),
     "policy": ((NUM_ACTIONS,), np.float32),  # search policy target over canonical actions
     "value": ((), np.float32),  # final result from the view of the player to move
+    "root_value": ((), np.float32),  # the search's root value at the time, same view
     "points_diff": ((), np.float32),  # final Variant II points, player to move minus opponent
 }
 STATE_FIELDS = ("height", "colours", "current_player", "capturing", "last_leapt", "ply", "points", "legal_action_mask")
@@ -55,7 +56,8 @@ class TrainingBatch:
     obs: ``float32 [N, C, H, W]`` canonical planes (10x10 grid or 10x5 compact layout).
     mask: ``bool [N, 200]`` legal canonical actions.
     policy: ``float32 [N, 200]`` search policy target (canonical).
-    value: ``float32 [N]`` final result, player to move's view.
+    value: ``float32 [N]`` value target, player to move's view: the final
+        result, or a mix with the search's root value (``sample``'s ``value_mix``).
     points_diff: ``float32 [N]`` final points difference, player to move's view.
     """
 
@@ -93,8 +95,12 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
         self.added += n
 
-    def sample(self, batch_size: int, rng: np.random.Generator, layout: str = "grid") -> TrainingBatch:
-        """``batch_size`` positions drawn uniformly, observations in ``layout`` ("grid" or "compact")."""
+    def sample(self, batch_size: int, rng: np.random.Generator, layout: str = "grid",
+               value_mix: float = 0.0) -> TrainingBatch:
+        """``batch_size`` positions drawn uniformly, observations in ``layout`` ("grid" or "compact").
+
+        The value target is ``(1 - value_mix) * result + value_mix * root value``.
+        """
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
         index = rng.integers(0, self.size, size=batch_size)
@@ -103,7 +109,7 @@ class ReplayBuffer:
             obs=encode(state, layout),
             mask=canonical_mask(state),
             policy=self.arrays["policy"][index],
-            value=self.arrays["value"][index],
+            value=(1.0 - value_mix) * self.arrays["value"][index] + value_mix * self.arrays["root_value"][index],
             points_diff=self.arrays["points_diff"][index],
         )
 
@@ -133,5 +139,8 @@ class ReplayBuffer:
     def load_bytes(self, data: bytes) -> None:
         with np.load(io.BytesIO(data)) as saved:
             self.size, self.cursor, self.added = 0, 0, 0
-            self.add(Positions({k: saved[k] for k in FIELDS}))
+            # Buffers saved before a field existed load with zeros in it.
+            n = len(saved["value"])
+            self.add(Positions({k: saved[k] if k in saved else np.zeros((n,) + shape, dtype)
+                                for k, (shape, dtype) in FIELDS.items()}))
             self.added = int(saved["added"])

@@ -110,6 +110,7 @@ class SelfPlay:
             black = rows["current_player"] == 1
             policy = out.policy[live]
             rows["policy"] = np.where(black[:, None], policy[:, ROTATE_ACTION], policy)
+            rows["root_value"] = out.root_value[live]
             rows["serial"] = self.serial[live]
             self.pending.append(rows)
             self.recorded[live] += 1
