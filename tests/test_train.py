@@ -133,3 +133,21 @@ def test_unknown_evaluation_opponent_is_a_clear_error(tmp_path):
     done = run_train(tmp_path / "run", "train.eval_opponents=[greedy,alphabta:2]")
     assert done.returncode != 0
     assert "train.eval_opponents" in done.stderr and "alphabta:2" in done.stderr
+
+
+@pytest.mark.slow
+def test_selfplay_workers_feed_the_learner_and_a_resumed_run_continues(tmp_path):
+    run = tmp_path / "run"
+    done = run_train(run, "train.iterations=2", "train.selfplay_workers=2", "train.eval_every=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    first = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
+    assert first["counters"]["iteration"] == 2 and first["counters"]["positions"] >= 2 * 64
+    assert first["trainer"]["steps"] >= 1
+    done = run_train(run, "train.iterations=3", "train.selfplay_workers=2", "train.eval_every=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "resumed from" in done.stdout + done.stderr
+    final = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
+    assert final["counters"]["iteration"] == 3 and final["counters"]["positions"] > first["counters"]["positions"]
+    # The workers are gone with the run.
+    leftover = subprocess.run(["pgrep", "-f", f"hydra.run.dir={run}"], capture_output=True, text=True).stdout
+    assert not leftover.strip()

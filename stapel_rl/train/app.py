@@ -34,6 +34,7 @@ from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.replay import ReplayBuffer
 from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
 from stapel_rl.train.trainer import OptimConfig, Trainer, mean_metrics
+from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
 
 register()
 #: The repository's configs/ (the package is installed editable from its checkout).
@@ -113,10 +114,26 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         tqdm.write(f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
                    f"{len(buffer)} positions in the replay buffer")
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
-    selfplay = SelfPlay(variant, evaluator, search_config(cfg), SelfPlayConfig(
+    selfplay_config = SelfPlayConfig(
         num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
         fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
-        reuse_tree=cfg.mcts.reuse_tree), rng)
+        reuse_tree=cfg.mcts.reuse_tree)
+    selfplay, workers = None, None
+    if t.selfplay_workers:
+        # Each worker's random stream depends on the run seed, its index and the iteration it starts
+        # at, so a resumed run is as reproducible as a fresh one.
+        workers = SelfPlayWorkers([
+            WorkerSpec(variant.name, variant.ply_cap, dataclasses.asdict(model_config), t.inference_precision,
+                       search_config(cfg), selfplay_config, (cfg.seed, i, counters["iteration"]))
+            for i in range(t.selfplay_workers)])
+        if not t.threads:
+            torch.set_num_threads(1)  # the workers have the other cores; oversubscribed OpenMP threads stall
+    else:
+        selfplay = SelfPlay(variant, evaluator, search_config(cfg), selfplay_config, rng)
+
+    def weights() -> "dict[str, np.ndarray]":
+        """The weights self-play should use now, for the workers."""
+        return {k: v.detach().cpu().numpy() for k, v in evaluator.net.state_dict().items()}
 
     from torch.utils.tensorboard import SummaryWriter
 
@@ -130,93 +147,108 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     path = None
 
     # --- the loop ----------------------------------------------------------------------------
-    while True:
-        if (budget and counters["seconds"] >= budget) or (t.iterations and counters["iteration"] >= t.iterations):
-            break
-        start = time.perf_counter()
-        it = counters["iteration"] + 1
+    try:
+        while True:
+            if (budget and counters["seconds"] >= budget) or (t.iterations and counters["iteration"] >= t.iterations):
+                break
+            start = time.perf_counter()
+            it = counters["iteration"] + 1
 
-        # 1. self-play with the latest weights
-        evaluator.reset_stats()
-        positions = selfplay.play(t.positions_per_iteration)
-        buffer.add(positions)
-        games = selfplay.take_finished_games()
-        selfplay_seconds = time.perf_counter() - start
-        counters["positions"] += len(positions)
-        counters["games"] += len(games)
+            # 1. self-play with the latest weights (workers: those of the previous iteration)
+            if workers is not None:
+                if not workers.pending:
+                    workers.request(weights(), t.positions_per_iteration)
+                batch = workers.collect()
+                workers.request(weights(), t.positions_per_iteration)  # played while this process trains
+                positions, games = batch.positions, batch.games
+                selfplay_seconds = batch.seconds / t.selfplay_workers  # each worker's own play time
+                network_share = batch.network_seconds / max(batch.seconds, 1e-9)
+            else:
+                evaluator.reset_stats()
+                positions = selfplay.play(t.positions_per_iteration)
+                games = selfplay.take_finished_games()
+                selfplay_seconds = time.perf_counter() - start
+                network_share = evaluator.seconds / selfplay_seconds
+            buffer.add(positions)
+            counters["positions"] += len(positions)
+            counters["games"] += len(games)
 
-        # 2. train on the replay buffer
-        train_start = time.perf_counter()
-        history = []
-        if len(buffer) >= t.min_replay:
-            for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
-                history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix)))
-        train_seconds = time.perf_counter() - train_start
-        scalars = mean_metrics(history) if history else {}
-        if not t.gate:
-            evaluator.net.load_state_dict(net.state_dict())
-        elif it % t.gate_every == 0:
-            scalars.update(gate(cfg, net, evaluator, variant, rng))
+            # 2. train on the replay buffer
+            train_start = time.perf_counter()
+            history = []
+            if len(buffer) >= t.min_replay:
+                for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
+                    history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix)))
+            train_seconds = time.perf_counter() - train_start
+            scalars = mean_metrics(history) if history else {}
+            if not t.gate:
+                evaluator.net.load_state_dict(net.state_dict())
+            elif it % t.gate_every == 0:
+                scalars.update(gate(cfg, net, evaluator, variant, rng))
 
-        # 3. log
-        scalars.update({
-            "selfplay/positions_per_s": len(positions) / selfplay_seconds,
-            "selfplay/network_share": evaluator.seconds / selfplay_seconds,
-            "selfplay/game_length": float(np.mean([g.plies for g in games])) if games else 0.0,
-            "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
-            "train/steps_per_s": len(history) / train_seconds if history else 0.0,
-            "train/replay_size": len(buffer),
-        })
-        since_eval = counters["seconds"] - counters.get("eval_at", 0.0)
-        if opponents and ((t.eval_every and it % t.eval_every == 0) or
-                          (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)):
-            agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))  # temperature 0: no noise
-            results = evaluate(agent, opponents, variant, t.eval_games, rng)
-            seconds = sum(r.seconds for r in results)
-            counters["eval_at"] = counters["seconds"]
-            counters["eval_seconds"] = counters.get("eval_seconds", 0.0) + seconds
-            share = counters["eval_seconds"] / max(1e-9, counters["seconds"] + time.perf_counter() - start)
-            for r in results:
-                scalars.update(r.scalars())
-            scalars.update({"eval/seconds": seconds, "eval/share_of_run": share})
-            tqdm.write(f"eval at iteration {it}: " + ", ".join(
-                f"vs {r.opponent} {100 * r.score:.0f}% of {r.games} (Elo {r.elo:+.0f} [{r.elo_low:+.0f}, "
-                f"{r.elo_high:+.0f}])" for r in results) + f"; {seconds:.0f} s, {100 * share:.0f}% of the run so far")
-        for key, value in scalars.items():
-            writer.add_scalar(key, value, it)
-        if t.image_every and it % t.image_every == 0:
-            from stapel_rl.env.render import rgb_array
+            # 3. log
+            scalars.update({
+                "selfplay/positions_per_s": len(positions) / selfplay_seconds,
+                "selfplay/network_share": network_share,
+                "run/positions_per_s": len(positions) / (time.perf_counter() - start),
+                "selfplay/game_length": float(np.mean([g.plies for g in games])) if games else 0.0,
+                "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
+                "train/steps_per_s": len(history) / train_seconds if history else 0.0,
+                "train/replay_size": len(buffer),
+            })
+            since_eval = counters["seconds"] - counters.get("eval_at", 0.0)
+            if opponents and ((t.eval_every and it % t.eval_every == 0) or
+                              (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)):
+                agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))  # temperature 0: no noise
+                results = evaluate(agent, opponents, variant, t.eval_games, rng)
+                seconds = sum(r.seconds for r in results)
+                counters["eval_at"] = counters["seconds"]
+                counters["eval_seconds"] = counters.get("eval_seconds", 0.0) + seconds
+                share = counters["eval_seconds"] / max(1e-9, counters["seconds"] + time.perf_counter() - start)
+                for r in results:
+                    scalars.update(r.scalars())
+                scalars.update({"eval/seconds": seconds, "eval/share_of_run": share})
+                tqdm.write(f"eval at iteration {it}: " + ", ".join(
+                    f"vs {r.opponent} {100 * r.score:.0f}% of {r.games} (Elo {r.elo:+.0f} [{r.elo_low:+.0f}, "
+                    f"{r.elo_high:+.0f}])" for r in results) + f"; {seconds:.0f} s, {100 * share:.0f}% of the run so far")
+            for key, value in scalars.items():
+                writer.add_scalar(key, value, it)
+            if t.image_every and it % t.image_every == 0 and selfplay is not None:
+                from stapel_rl.env.render import rgb_array
 
-            writer.add_image("selfplay/position", rgb_array(selfplay.state, 0), it, dataformats="HWC")
-        if games:
-            game_dir = out_dir / "games"
-            game_dir.mkdir(exist_ok=True)
-            tags = {"Event": f"self-play iteration {it}", "White": "self", "Black": "self"}
-            (game_dir / f"iter_{it:05d}.pdn").write_text(write_game(variant, games[0].actions, tags))
+                writer.add_image("selfplay/position", rgb_array(selfplay.state, 0), it, dataformats="HWC")
+            if games:
+                game_dir = out_dir / "games"
+                game_dir.mkdir(exist_ok=True)
+                tags = {"Event": f"self-play iteration {it}", "White": "self", "Black": "self"}
+                (game_dir / f"iter_{it:05d}.pdn").write_text(write_game(variant, games[0].actions, tags))
 
-        counters["iteration"] = it
-        counters["seconds"] += time.perf_counter() - start
-        bar.update(round(time.perf_counter() - start) if budget else 1)
-        shown = {k.split("/")[-1]: f"{v:.3g}" for k, v in scalars.items()
-                 if k in ("loss/policy", "loss/value", "selfplay/positions_per_s") or k.startswith("eval/score_vs_")}
-        bar.set_postfix(it=it, games=counters["games"], **shown)
+            counters["iteration"] = it
+            counters["seconds"] += time.perf_counter() - start
+            bar.update(round(time.perf_counter() - start) if budget else 1)
+            shown = {k.split("/")[-1]: f"{v:.3g}" for k, v in scalars.items()
+                     if k in ("loss/policy", "loss/value", "selfplay/positions_per_s") or k.startswith("eval/score_vs_")}
+            bar.set_postfix(it=it, games=counters["games"], **shown)
 
-        # 4. checkpoint (atomic: temp file + rename)
-        if it % t.checkpoint_every == 0 or (t.iterations and it >= t.iterations):
-            path = checkpoint.save(ckpt_dir, it, {
-                "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
-                "trainer": trainer.state_dict(), "replay": buffer.to_bytes(), "counters": dict(counters),
-                "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
-                "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
-                "code_version": version, "best_model": evaluator.net.state_dict() if t.gate else None,
-            }, keep=t.keep_checkpoints)
-        # Snapshots for learning curves: the network alone, every keep_every_minutes of the run, all kept.
-        if t.keep_every_minutes and counters["seconds"] >= counters.get("kept_at", 0.0) + 60 * t.keep_every_minutes:
-            counters["kept_at"] = counters["seconds"]
-            checkpoint.save(out_dir / "snapshots", it, {
-                "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
-                "counters": dict(counters), "config": OmegaConf.to_container(cfg), "seed": cfg.seed,
-                "variant": variant.name, "code_version": version}, keep=0)
+            # 4. checkpoint (atomic: temp file + rename)
+            if it % t.checkpoint_every == 0 or (t.iterations and it >= t.iterations):
+                path = checkpoint.save(ckpt_dir, it, {
+                    "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
+                    "trainer": trainer.state_dict(), "replay": buffer.to_bytes(), "counters": dict(counters),
+                    "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
+                    "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
+                    "code_version": version, "best_model": evaluator.net.state_dict() if t.gate else None,
+                }, keep=t.keep_checkpoints)
+            # Snapshots for learning curves: the network alone, every keep_every_minutes of the run, all kept.
+            if t.keep_every_minutes and counters["seconds"] >= counters.get("kept_at", 0.0) + 60 * t.keep_every_minutes:
+                counters["kept_at"] = counters["seconds"]
+                checkpoint.save(out_dir / "snapshots", it, {
+                    "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
+                    "counters": dict(counters), "config": OmegaConf.to_container(cfg), "seed": cfg.seed,
+                    "variant": variant.name, "code_version": version}, keep=0)
+    finally:
+        if workers is not None:
+            workers.close()
     bar.close()
     writer.close()
     return path or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]

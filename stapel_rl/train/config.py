@@ -75,7 +75,8 @@ class TrainConfig:
     gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: keep the old one)
     gate_simulations: int = 8  # simulations of both agents in gating games
     image_every: int = 10  # iterations between self-play position images in TensorBoard (0 = never)
-    threads: int = 0  # torch threads (0 = torch's default)
+    threads: int = 0  # torch threads of this process (0 = torch's default; 1 with selfplay_workers)
+    selfplay_workers: int = 0  # 0: self-play in this process; N: N worker processes play while this one trains
     inference_precision: str = "auto"  # self-play/evaluation network: "fp32", "bf16", "auto" (bf16 where native)
 
 
