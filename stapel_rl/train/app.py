@@ -5,9 +5,12 @@
     stapel-train -m mcts=puct,gumbel               # a sweep
     stapel-train hydra.run.dir=runs/a              # run again in the same dir: it resumes
 
-Each iteration: self-play until enough new positions, train on the replay
-buffer, log to TensorBoard, evaluate against random and greedy now and then,
-write a checkpoint (atomically; the newest ``keep_checkpoints`` stay).
+Each iteration: self-play until enough new positions (in this process, or in
+``train.selfplay_workers`` processes that play the next batch while this one
+trains), train on the replay buffer, log to TensorBoard, evaluate against
+fixed opponents every ``eval_every_minutes``, write a checkpoint (atomically;
+the newest ``keep_checkpoints`` stay) and, every ``keep_every_minutes``, a
+snapshot of the network for learning curves.
 """
 
 from __future__ import annotations
