@@ -168,14 +168,25 @@ class Interior:
 
     @classmethod
     def start(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
-        """No choices yet, only the forced actions and ends; the roots' log priors (for the final policy)."""
+        """The choices at the nodes of a reused subtree (below the roots) and the roots' log priors
+        (for the final policy).
+
+        A node's choice stays what it is now until a simulation passes
+        through it, so all are made in one call here rather than level by
+        level when the descents first reach them.
+        """
         games = np.arange(tree.batch_size)
         tree.children_log_prior[:, 0] = log_prior(tree, games, np.zeros_like(games))
-        return cls(tree.forced.astype(np.int64), c_visit, c_scale)
+        interior = cls(tree.forced.astype(np.int64), c_visit, c_scale)
+        games, nodes = np.nonzero((tree.forced == -1) & (np.arange(tree.capacity) < tree.num_nodes[:, None]))
+        inner = np.flatnonzero(nodes > 0)
+        if inner.size:
+            interior.choose(tree, games[inner], nodes[inner])
+        return interior
 
     def choose(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """The action ``[G]`` at ``nodes`` of ``games``, where ``next_action`` has none yet (-1):
-        nodes of a reused subtree, reached for the first time."""
+        """Choose (and remember) the action ``[G]`` at ``nodes`` of ``games``, where ``next_action``
+        has none yet (-1): nodes of a reused subtree (``start`` chooses at all of them)."""
         tree.children_log_prior[games, nodes] = log_prior(tree, games, nodes)
         action = select_interior(tree, games, nodes, self.c_visit, self.c_scale)
         self.next_action[games, nodes] = action

@@ -213,9 +213,7 @@ def _simulate(
         cache = interior.next_action.reshape(-1)
         if root.games.size:
             action[root.games] = root.select(tree, k)
-    leaf_action = np.full(b, -1, np.int64)
-    leaf_parent = np.zeros(b, np.int64)
-    path_games, path_nodes, path_actions = [], [], []
+    path_games, path_nodes, path_actions, path_children = [], [], [], []
     while True:
         if action.min() < 0:
             over = action == -2
@@ -233,37 +231,37 @@ def _simulate(
                     action[missing] = puct.select(tree, g, nodes_here, config.c_puct, noise)
                 else:
                     action[missing] = interior.choose(tree, g, nodes_here)
+        child = children[node * num_actions + action]
         path_games.append(games)
         path_nodes.append(node)
         path_actions.append(action)
-        child = children[node * num_actions + action]
-        if child.min() < 0:
-            stop = child < 0
-            leaf_action[games[stop]] = action[stop]
-            leaf_parent[games[stop]] = node[stop]
-            keep = ~stop
-            games, child = games[keep], child[keep]
-            if not games.size:
-                break
+        path_children.append(child)
+        # Some game reaches an unexpanded edge at nearly every level: filter without checking first.
+        keep = child >= 0
+        games, child = games[keep], child[keep]
+        if not games.size:
+            break
         node = games * capacity + child
         action = cache[node].astype(np.int64, copy=False)
-    expanding = np.flatnonzero(leaf_action >= 0)
-    if expanding.size:
-        parents = leaf_parent[expanding] - expanding * capacity
-        new = _expand(tree, expanding, parents, leaf_action[expanding], evaluator, interior)
-        final[expanding] = expanding * capacity + new
     if path_games:
-        _backup(tree, final, np.concatenate(path_games), np.concatenate(path_nodes), np.concatenate(path_actions))
+        games, nodes = np.concatenate(path_games), np.concatenate(path_nodes)
+        actions = np.concatenate(path_actions)
+        leaf = np.flatnonzero(np.concatenate(path_children) < 0)  # at most one per game
+        if leaf.size:
+            order = leaf[games[leaf].argsort()]  # the games in order, as the evaluator always saw them
+            expanding = games[order]
+            parents = nodes[order] - expanding * capacity
+            new = _expand(tree, expanding, parents, actions[order], evaluator, interior)
+            final[expanding] = expanding * capacity + new
+        _backup(tree, final, games, nodes, actions)
     else:
         _backup(tree, final, final[:0], final[:0], final[:0])
     if root is not None:
         root.update(tree)
         if len(path_nodes) > 1:
             # The nodes below the roots where the path chose: their children changed.
-            inner_games, inner = np.concatenate(path_games[1:]), np.concatenate(path_nodes[1:])
-            choice = np.flatnonzero(tree.forced.reshape(-1)[inner] == -1)
-            inner_games = inner_games[choice]
-            interior.refresh(tree, inner_games, inner[choice] - inner_games * capacity)
+            below = path_games[0].size + np.flatnonzero(tree.forced.reshape(-1)[nodes[path_games[0].size:]] == -1)
+            interior.refresh(tree, games[below], nodes[below] - games[below] * capacity)
 
 
 def search(
