@@ -28,8 +28,8 @@ from bench_mcts import sims_per_second  # noqa: E402  (the same measurement as t
 
 # Phases of a simulation, by the functions that carry them out (cumulative time of each).
 PHASES = {
-    "root selection": ("gumbel.py", "select"),
-    "root update": ("gumbel.py", "update"),
+    "root selection": ("halving.py", "select"),
+    "root update": ("halving.py", "update"),
     "interior, after backup": ("gumbel.py", "refresh"),
     "interior, new nodes": ("gumbel.py", "expanded"),
     "interior, reused nodes": ("gumbel.py", "choose"),

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
-from stapel_rl.mcts import SearchConfig, allocate, gumbel, search, subtree
+from stapel_rl.mcts import SearchConfig, allocate, gumbel, halving, search, subtree
 from stapel_rl.models.evaluator import Evaluation, UniformEvaluator
 
 ALGORITHMS = ("puct", "gumbel")
@@ -565,7 +565,7 @@ def test_gumbel_with_few_simulations(sims):
         # Sequential halving: the root visits are exactly the schedule's.
         for b in range(4):
             m = min(int(legal[b].sum()), max_considered)
-            schedule = gumbel.considered_visits(m, sims)
+            schedule = halving.considered_visits(m, sims)
             visits = out.visits[b]
             for v in range(sims):
                 assert (visits > v).sum() == (schedule == v).sum(), (b, v)
@@ -575,7 +575,7 @@ def test_gumbel_with_few_simulations(sims):
 
 @pytest.mark.parametrize("m, n", [(4, 8), (2, 4), (3, 10), (9, 64), (16, 16), (16, 200), (5, 3), (1, 5)])
 def test_considered_visits_schedule(m, n):
-    table = gumbel.considered_visits(m, n)
+    table = halving.considered_visits(m, n)
     assert len(table) == n
     assert (table >= 0).all() and (table < n).all()
     assert (np.diff(table) >= 0).all()
@@ -688,11 +688,11 @@ def reference_root_scores(tree, noise, c_visit, c_scale):
 
 
 class ReferenceRoot:
-    """Stands in for ``gumbel.Root``: rescores every root action at every simulation."""
+    """Stands in for ``halving.Root``: rescores every root action at every simulation."""
 
     def __init__(self, tree, noise, base_visits, max_considered, num_simulations, c_visit, c_scale):
         self.noise, self.base_visits, self.c = noise, base_visits, (c_visit, c_scale)
-        self.table = gumbel.considered_table(max_considered, num_simulations)
+        self.table = halving.considered_table(max_considered, num_simulations)
         self.max_considered = max_considered
         self.games = np.flatnonzero(~tree.terminal[:, 0] & (tree.legal[:, 0].sum(axis=1) > 1))
 
@@ -802,7 +802,7 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
     monkeypatch.setattr(gumbel, "select_interior", checked_interior)
     searches_with_reuse(s, evaluator, cfg, seed=sims)
     # The plain search: everything recomputed when the descent needs it.
-    monkeypatch.setattr(gumbel, "Root", ReferenceRoot)
+    monkeypatch.setattr(halving, "Root", ReferenceRoot)
     monkeypatch.setattr(gumbel, "Interior", ReferenceInterior)
     monkeypatch.setattr(gumbel, "select_interior", reference_select_interior)
     monkeypatch.setattr(gumbel, "root_policy", reference_root_policy)
@@ -848,8 +848,8 @@ def test_gumbel_first_choice_at_new_nodes_matches_reference():
 def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
     """What the search caches equals what it stands for, recomputed from the finished trees."""
     roots, interiors = [], []
-    start_root, start_interior = gumbel.Root.start, gumbel.Interior.start
-    monkeypatch.setattr(gumbel.Root, "start", lambda *a: roots.append(start_root(*a)) or roots[-1])
+    start_root, start_interior = halving.Root.start, gumbel.Interior.start
+    monkeypatch.setattr(halving.Root, "start", lambda *a: roots.append(start_root(*a)) or roots[-1])
     monkeypatch.setattr(gumbel.Interior, "start", lambda *a: interiors.append(start_interior(*a)) or interiors[-1])
     s = random_positions(VARIANT_I, 16, 16, seed=4)
     cfg = SearchConfig(num_simulations=24, algorithm="gumbel", max_considered=8)

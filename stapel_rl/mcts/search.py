@@ -14,7 +14,7 @@ import numpy as np
 
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
-from stapel_rl.mcts import gumbel, puct
+from stapel_rl.mcts import gumbel, halving, puct
 from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
@@ -187,7 +187,7 @@ def _simulate(
     config: SearchConfig,
     k: int,
     noise: np.ndarray,
-    root: "gumbel.Root | None",
+    root: "halving.Root | None",
     interior: "gumbel.Interior | None",
 ) -> None:
     """One simulation in every game: select, expand (one engine step and one evaluator call), back up.
@@ -301,7 +301,7 @@ def search(
     base_visits = tree.children_visits[:, 0].copy()  # inherited from a reused subtree
     root = interior = None
     if config.algorithm == "gumbel":
-        root = gumbel.Root.start(
+        root = halving.Root.start(
             tree, noise, base_visits, config.max_considered, config.num_simulations, config.c_visit, config.c_scale
         )
         interior = gumbel.Interior.start(tree, config.c_visit, config.c_scale)
