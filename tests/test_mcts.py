@@ -900,3 +900,52 @@ def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
         np.testing.assert_array_equal(tree.children_visits.ravel()[root.considered_at], visits[rows, cols])
         np.testing.assert_array_equal(root.considered_base, root.base_visits[rows, cols])
         np.testing.assert_array_equal(root.considered_score, root.score[rows, cols])
+
+
+def reference_backup(tree, leaves):
+    """The backup the search replaced: one level at a time from each game's leaf up to its root."""
+    games = np.arange(tree.batch_size)
+    node = leaves.astype(np.int64)
+    value = tree.raw_values[games, node]
+    while games.size:
+        n = node[games]
+        v = value[games]
+        visits = tree.node_visits[games, n]
+        tree.node_values[games, n] += (v - tree.node_values[games, n]) / (visits + 1)
+        tree.node_visits[games, n] = visits + 1
+        parent = tree.parents[games, n]
+        up = parent >= 0
+        games, n, v, parent = games[up], n[up], v[up], parent[up]
+        v = np.where(tree.player[games, parent] == tree.player[games, n], v, -v)
+        a = tree.action_from_parent[games, n]
+        visits = tree.children_visits[games, parent, a]
+        tree.children_values[games, parent, a] += (v - tree.children_values[games, parent, a]) / (visits + 1)
+        tree.children_visits[games, parent, a] = visits + 1
+        node[games] = parent
+        value[games] = v
+
+
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_backup_of_all_paths_at_once_matches_the_level_by_level_one(algorithm, monkeypatch):
+    """The search backs up all (game, level) pairs in one pass; the statistics must equal, bit for bit,
+    those of the per-level loop, at every simulation."""
+    import stapel_rl.mcts.search as search_module
+
+    stats = ("node_values", "node_visits", "children_values", "children_visits")
+    fast_backup, checked = search_module._backup, []
+
+    def both(tree, final, games, nodes, actions):
+        before = {name: getattr(tree, name).copy() for name in stats}
+        fast_backup(tree, final, games, nodes, actions)
+        after = {name: getattr(tree, name).copy() for name in stats}
+        for name in stats:
+            getattr(tree, name)[...] = before[name]
+        reference_backup(tree, final % tree.capacity)
+        for name in stats:
+            np.testing.assert_array_equal(after[name], getattr(tree, name), err_msg=name)
+        checked.append(final.size)
+
+    monkeypatch.setattr(search_module, "_backup", both)
+    s = random_positions(VARIANT_I, 12, 30, seed=7)
+    searches_with_reuse(s, RandomEvaluator(5, scale=2.0), SearchConfig(num_simulations=24, algorithm=algorithm), 3)
+    assert len(checked) == 48
