@@ -12,6 +12,7 @@ back row. Square n lies on row r = (n - 1) // 5 (rank 10 - r).
 """
 
 import dataclasses
+import importlib
 
 import numpy as np
 import pytest
@@ -929,7 +930,7 @@ def reference_backup(tree, leaves):
 def test_backup_of_all_paths_at_once_matches_the_level_by_level_one(algorithm, monkeypatch):
     """The search backs up all (game, level) pairs in one pass; the statistics must equal, bit for bit,
     those of the per-level loop, at every simulation."""
-    import stapel_rl.mcts.search as search_module
+    search_module = importlib.import_module("stapel_rl.mcts.search")  # the package exports its ``search``
 
     stats = ("node_values", "node_visits", "children_values", "children_visits")
     fast_backup, checked = search_module._backup, []
