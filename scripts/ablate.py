@@ -28,8 +28,8 @@ from stapel_rl.train.checkpoint import atomic_write_bytes, list_checkpoints, loa
 ROWS = {
     "old_default": ("the previous default: 10x10 grid network, fp32 self-play in the training process",
                     ["model.layout=grid", "train.inference_precision=fp32", "train.selfplay_workers=0"]),
-    "new_default": ("compact 10x5 network, bf16 self-play in 2 worker processes (the default config)", []),
-    "grid_bf16": ("10x10 grid network, bf16 self-play", ["model.layout=grid"]),
+    "new_default": ("compact 10x5 network, bf16 self-play in 2 worker processes", ["model.layout=compact"]),
+    "grid_bf16": ("10x10 grid network, bf16 self-play in 2 worker processes (the default config)", []),
     "no_workers": ("self-play in the training process instead of 2 workers", ["train.selfplay_workers=0"]),
     "model_default": ("6x64 network instead of 4x32", ["model=default"]),
     "sims_32": ("32 simulations instead of 16", ["mcts.num_simulations=32"]),

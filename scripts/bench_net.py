@@ -36,12 +36,13 @@ from stapel_rl.models.accuracy import compare
 from stapel_rl.train.checkpoint import load
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-#: A small compact-layout network trained for 12 minutes on Variant I (also the tests' reference).
-TRAINED = ROOT / "tests" / "data" / "small_compact_I.pt"
+#: Trained 4x32 networks by layout: the committed Variant I agent (10x10 grid) and a compact one
+#: trained for 12 minutes on Variant I (both are the tests' references too).
+TRAINED = {"grid": ROOT / "checkpoints" / "variant_I.pt", "compact": ROOT / "tests" / "data" / "small_compact_I.pt"}
 
 
-def default_model() -> str:
-    """The model preset the default training config selects (configs/config.yaml)."""
+def default_model() -> "tuple[str, str]":
+    """The model preset and layout the default training config selects (configs/config.yaml)."""
     from hydra import compose, initialize_config_dir
 
     from stapel_rl.train.app import CONFIG_DIR
@@ -50,7 +51,7 @@ def default_model() -> str:
         cfg = compose(config_name="config")
     fields = {k: v for k, v in cfg.model.items() if k not in ("points_head", "layout")}
     return next(name for name, preset in PRESETS.items()
-                if all(getattr(preset, k) == v for k, v in fields.items()))
+                if all(getattr(preset, k) == v for k, v in fields.items())), cfg.model.layout
 
 
 def paths(size: str) -> "dict[str, NetworkEvaluator]":
@@ -84,8 +85,8 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--checkpoint", default=str(TRAINED),
-                        help="trained compact network of the default config's size, for the accuracy check")
+    parser.add_argument("--checkpoint", default=None,
+                        help="trained network of the default config's size and layout, for the accuracy check")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     state = random_positions("I", args.batch, 30, np.random.default_rng(0))
@@ -94,7 +95,8 @@ def main() -> None:
           f"CPU capability {torch.backends.cpu.get_cpu_capability()}, fast path precision {fast_precision} | "
           f"batch {args.batch} positions after 30 random plies")
 
-    trained_size = default_model()
+    trained_size, layout = default_model()
+    new_path = "fast" if layout == "compact" else "bf16 grid"  # what self-play runs with the default config
     rates: "dict[str, dict[str, float]]" = {}
     print(f"\n{'size':>8} {'path':>13} {'positions/s':>12} {'vs fp32 grid':>13}")
     for size in args.sizes:
@@ -102,20 +104,21 @@ def main() -> None:
         for name, rate in rates[size].items():
             print(f"{size:>8} {name:>13} {rate:>12,.0f} {rate / rates[size]['fp32 grid']:>12.2f}x", flush=True)
 
-    checkpoint = load(args.checkpoint)
+    checkpoint = load(args.checkpoint or TRAINED[layout])
     net = PolicyValueNet(NetworkConfig(**checkpoint["model_config"]))
     net.load_state_dict(checkpoint["model"])
     same_size = (net.config.blocks, net.config.channels) == (PRESETS[trained_size].blocks, PRESETS[trained_size].channels)
     accuracy = compare(net, state, precision="auto")
-    print(f"\naccuracy of the fast path against fp32, trained weights {args.checkpoint} "
+    print(f"\naccuracy of the fast path against fp32, trained weights {args.checkpoint or TRAINED[layout]} "
           f"({net.config.blocks}x{net.config.channels}, {net.config.layout}{'' if same_size else ', NOT the default size'}):")
     print(f"max |dvalue| {accuracy['max_dvalue']:.4f}, mean |dvalue| {accuracy['mean_dvalue']:.4f}, "
           f"mean policy KL {accuracy['mean_kl']:.2e}, max policy KL {accuracy['max_kl']:.2e}, "
           f"same best move {100 * accuracy['same_argmax']:.1f}%")
     r = rates.get(trained_size) or measure(paths(trained_size), state, args.rounds, max(2, 4096 // args.batch))
-    print(f"\nbench_net: speedup {r['fast'] / r['fp32 grid']:.2f}x (new {r['fast']:,.0f} pos/s, "
+    print(f"\nbench_net: speedup {r[new_path] / r['fp32 grid']:.2f}x (new {r[new_path]:,.0f} pos/s, "
           f"fp32 10x10 {r['fp32 grid']:,.0f} pos/s, max |dvalue| {accuracy['max_dvalue']:.4f}, "
-          f"mean policy KL {accuracy['mean_kl']:.2e}) [size {trained_size}, as the default config trains]")
+          f"mean policy KL {accuracy['mean_kl']:.2e}) [size {trained_size}, {layout} layout, as the default config "
+          f"trains; compact fast path {r['fast'] / r['fp32 grid']:.2f}x]")
 
 
 if __name__ == "__main__":
