@@ -34,9 +34,9 @@ import stapel_rl.env.engine as engine_module
 import stapel_rl.train.selfplay as selfplay_module
 from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-from stapel_rl.train.app import CONFIG_DIR, search_config
+from stapel_rl.train.app import CONFIG_DIR, make_selfplay_config, search_config
 from stapel_rl.train.checkpoint import load
-from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
+from stapel_rl.train.selfplay import SelfPlay
 
 
 @contextlib.contextmanager
@@ -77,10 +77,7 @@ def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> No
         net.load_state_dict(saved["model"])
     evaluator = NetworkEvaluator(net, "cpu", precision=precision)
     t = cfg.train
-    selfplay = SelfPlay(variant, evaluator, search_config(cfg), SelfPlayConfig(
-        num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
-        fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
-        reuse_tree=cfg.mcts.reuse_tree), np.random.default_rng(0))
+    selfplay = SelfPlay(variant, evaluator, search_config(cfg), make_selfplay_config(cfg), np.random.default_rng(0))
     selfplay.play(1)  # warm-up: first kernels, first trees
     evaluator.reset_stats()
     totals: "collections.Counter" = collections.Counter()

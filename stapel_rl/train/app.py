@@ -53,6 +53,13 @@ def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> Sear
     )
 
 
+def make_selfplay_config(cfg: DictConfig) -> SelfPlayConfig:
+    """The self-play settings of a training config."""
+    return SelfPlayConfig(num_games=cfg.train.num_games, temperature_plies=cfg.mcts.temperature_plies,
+                          fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
+                          reuse_tree=cfg.mcts.reuse_tree)
+
+
 def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
          ) -> "dict[str, float]":
     """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
@@ -64,7 +71,8 @@ def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, 
     candidate.load_state_dict(net.state_dict())
     config = search_config(cfg, t.gate_simulations)
     test = SPRT(0.0, t.gate_elo1)
-    status = run_sprt(MCTSAgent(NetworkEvaluator(candidate, device="cpu", precision=best.precision), config), MCTSAgent(best, config),
+    candidate_evaluator = NetworkEvaluator(candidate, device="cpu", precision=best.precision)
+    status = run_sprt(MCTSAgent(candidate_evaluator, config), MCTSAgent(best, config),
                       variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4,
                       seed=int(rng.integers(1 << 30)), verbose=False)
     if status == "H1":
@@ -117,10 +125,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         tqdm.write(f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
                    f"{len(buffer)} positions in the replay buffer")
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
-    selfplay_config = SelfPlayConfig(
-        num_games=t.num_games, temperature_plies=cfg.mcts.temperature_plies,
-        fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
-        reuse_tree=cfg.mcts.reuse_tree)
+    selfplay_config = make_selfplay_config(cfg)
     selfplay, workers = None, None
     if t.selfplay_workers:
         # Each worker's random stream depends on the run seed, its index and the iteration it starts
