@@ -86,6 +86,18 @@ def test_checkpoints_keep_the_newest(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+@pytest.mark.slow
+def test_checkpoints_by_time_still_save_the_last_iteration(tmp_path):
+    # An hour between saves: the only checkpoint is the final iteration's, and its counters include
+    # the time spent saving it, so a budgeted run cannot overrun by its saves.
+    done = run_train(tmp_path / "run", "train.iterations=3", "train.eval_every=0", "train.checkpoint_every=0",
+                     "train.checkpoint_every_minutes=60")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (ckpt,) = checkpoint.list_checkpoints(tmp_path / "run" / "checkpoints")
+    state = checkpoint.load(ckpt)
+    assert state["counters"]["iteration"] == 3 and state["counters"]["saved_at"] > 0
+
+
 def test_unknown_config_key_fails_with_hydra_error(tmp_path):
     done = run_train(tmp_path / "run", "train.no_such_key=1", timeout=60)
     assert done.returncode != 0

@@ -66,7 +66,8 @@ class TrainConfig:
     eval_opponents: List[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs
     eval_games: int = 16  # games per opponent: colour-swapped pairs from random openings
     eval_simulations: int = 16  # simulations of the evaluated MCTS agent (no noise)
-    checkpoint_every: int = 1  # iterations between checkpoints
+    checkpoint_every: int = 1  # iterations between checkpoints (0 = only by checkpoint_every_minutes)
+    checkpoint_every_minutes: float = 0.0  # also save when this many minutes of the run passed (0 = off)
     keep_checkpoints: int = 2  # newest checkpoints kept on disk
     keep_every_minutes: float = 5.0  # also keep the network alone in snapshots/ every this many minutes (0 = never)
     gate: bool = False  # self-play keeps the best network; a new one replaces it only after an SPRT accepts it
