@@ -41,6 +41,7 @@ from importlib import metadata
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import VARIANT_I, VARIANT_II, State, concatenate, init, step, take
 from stapel_rl.env.sampling import random_legal_actions as random_actions
 from stapel_rl.env.state import ARRAY_FIELDS
@@ -172,6 +173,7 @@ def parse_args() -> argparse.Namespace:
 
 
 def main() -> None:
+    tune_malloc()
     args = parse_args()
     rng = np.random.default_rng(args.seed)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()

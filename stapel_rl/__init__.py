@@ -1,15 +1,19 @@
 """stapel-rl: self-play reinforcement learning for Stapeldammen (variants I and II).
 
 Importing the package registers the Gymnasium environment
-``stapel_rl/Stapeldammen-v0`` (single game, and a vector entry point).
+``stapel_rl/Stapeldammen-v0`` (single game, and a vector entry point) and
+changes nothing else in the process: the allocator tuning of
+``stapel_rl._malloc`` is left to the programs that run big batches (the
+command-line tools, benchmarks and self-play workers call it).
+``pretrained("I")`` is the path of the trained agent shipped with the package.
 """
 
 import gymnasium as _gym
 
-from stapel_rl._malloc import tune_malloc as _tune_malloc
+from stapel_rl.bundled import pretrained
 
 __version__ = "0.1.0"
-_tune_malloc()
+__all__ = ["pretrained"]
 
 if "stapel_rl/Stapeldammen-v0" not in _gym.registry:
     _gym.register(

@@ -4,8 +4,12 @@ By default glibc serves allocations above a (dynamic) threshold with fresh
 ``mmap`` pages and returns them on free, so every batched engine or encoder
 call over thousands of games page-faults its multi-MB temporaries anew; in a
 virtual machine that costs several times the arithmetic. Raising the mmap and
-trim thresholds lets freed blocks be reused. Set ``STAPEL_RL_KEEP_MALLOC=1``
-to leave the allocator alone.
+trim thresholds lets freed blocks be reused.
+
+The setting is process-wide, so importing stapel_rl never applies it: the
+programs that run big batches call ``tune_malloc`` first thing (the
+command-line tools, the benchmarks, self-play worker processes). Set
+``STAPEL_RL_KEEP_MALLOC=1`` to leave the allocator alone there too.
 """
 
 from __future__ import annotations

@@ -12,10 +12,12 @@ import argparse
 import sys
 import time
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import from_fens, get_variant, initial_fen, perft
 
 
 def main(argv: "list[str] | None" = None) -> int:
+    tune_malloc()
     parser = argparse.ArgumentParser(prog="python -m stapel_rl.perft", description=__doc__.split("\n")[0])
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument("--depth", type=int, default=5, help="deepest ply to count (default 5)")

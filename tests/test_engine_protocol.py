@@ -23,6 +23,7 @@ import pytest
 
 from stapel_rl import __version__
 from stapel_rl.cli.engine import EngineSession
+from stapel_rl.eval.network_agents import UNLIMITED
 from stapel_rl.env import apply_move, game_result, initial_fen, legal_moves
 from stapel_rl.env.sampling import random_legal_actions
 
@@ -31,11 +32,18 @@ EMPTY_BUT_ONE_BLACK = "W:b" + "," * 49  # White to move has no man: the game is 
 
 
 class EngineProcess:
-    """A running engine; ``send`` a line, ``read`` the next answer line."""
+    """A running engine; ``send`` a line, ``read`` the next answer line.
 
-    def __init__(self, *args: str):
+    ``command`` runs another engine program (e.g. an installed ``stapel-engine``) in ``cwd``
+    with environment ``env``.
+    """
+
+    def __init__(self, *args: str, command: "list[str] | None" = None, cwd: "str | None" = None,
+                 env: "dict[str, str] | None" = None):
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "stapel_rl.cli.engine", "--agent", "random", "--seed", "1", *args],
+            [*(command or [sys.executable, "-m", "stapel_rl.cli.engine"]), "--agent", "random", "--seed", "1", *args],
+            cwd=cwd,
+            env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
@@ -269,6 +277,58 @@ def test_go_nodes_sets_the_simulations_of_that_search_only():
     assert session.agent.config.num_simulations == 64
     assert sum(line.startswith("bestmove ") for line in lines) == 2
     assert "error" not in out.getvalue()
+
+
+@dataclasses.dataclass
+class _TimedAgent(_SearchLikeAgent):
+    """A search-like agent with a time control: records (simulations, seconds) of every call."""
+
+    seconds: "float | None" = None
+    simulations: int = 3  # what it says it searched
+
+    def __call__(self, state, rng):
+        self.seen.append((self.config.num_simulations, self.seconds))
+        return random_legal_actions(state.legal_action_mask, rng)
+
+
+def test_go_movetime_gives_a_timed_agent_the_time_of_that_search_only():
+    agent = _TimedAgent()
+    session, out = _session(agent=agent)
+    for line in ("go movetime 250", "go movetime 250 nodes 7", "go nodes 7", "go"):
+        session.handle(line)
+    (unlimited, first), (seven, second), *rest = agent.seen
+    assert unlimited == UNLIMITED and seven == 7 and rest == [(7, None), (64, None)]
+    # The time left of the move when the agent is asked.
+    assert 0.2 < first <= 0.25 and 0.2 < second <= 0.25
+    assert session.agent.seconds is None and session.agent.config.num_simulations == 64
+    times = [line for line in out.getvalue().splitlines() if line.startswith("info time")]
+    assert [line.split()[-2:] for line in times] == [["nodes", "3"]] * 4  # the agent's own count
+    assert "error" not in out.getvalue() and "ignored" not in out.getvalue()
+
+
+def test_go_limits_of_agents_without_them_are_ignored_with_a_note():
+    session, out = _session(agent=_SearchLikeAgent())
+    session.handle("go movetime 100")
+    assert "info string movetime ignored: agent 'fake-mcts' has no time control" in out.getvalue().splitlines()
+    session, out = _session(agent_spec="greedy")
+    session.handle("go nodes 5 movetime 100")
+    assert out.getvalue().splitlines()[:2] == [
+        "info string nodes ignored: agent 'greedy' has no simulation count",
+        "info string movetime ignored: agent 'greedy' has no time control",
+    ]
+
+
+def test_go_movetime_with_the_bundled_network_uses_the_time():
+    session, out = _session(agent_spec="mcts:variant_I:sims=1")
+    session.handle("go nodes 1")  # the network's first calls are slow
+    session.handle("go movetime 400")
+    info, best = out.getvalue().splitlines()[-2:]
+    _, _, elapsed, _, nodes = info.split()
+    elapsed, nodes = int(elapsed), int(nodes)
+    # Not the spec's one simulation: the search stops once less than its mean time per simulation
+    # is left, or at the deadline, and starts none after it (generous bound: a busy machine).
+    assert elapsed * (nodes + 1) / nodes >= 400 - 1 and elapsed < 400 + 3000
+    assert best.split()[1] in legal_moves(initial_fen("I"))
 
 
 def test_position_cache_follows_branches_and_bases():

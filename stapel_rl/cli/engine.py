@@ -1,6 +1,7 @@
 """stapel-engine: a UCI-like text protocol around one agent.
 
     stapel-engine --agent mcts:runs/I_default/checkpoints/ckpt_00000004.pt:sims=64 --variant I
+    stapel-engine --agent mcts:variant_II:time=1 --variant II     # the shipped agent, a second a move
 
 Reads one command a line on stdin and answers on stdout, flushing after every
 answer, so that a GUI, a match runner or a person at a terminal can play
@@ -13,7 +14,7 @@ docs/engine_protocol.md. In short:
     agent SPEC                   switch the agent
     position startpos [moves M1 M2 ...]
     position fen FEN [moves M1 M2 ...]
-    go [nodes N] [movetime MS]   -> bestmove MOVE | bestmove none
+    go [nodes N] [movetime MS]   -> bestmove MOVE | bestmove none (search agents: N simulations, MS ms)
     d                            position, board and legal moves as info strings
     quit                         exit 0 (so does end of input)
 
@@ -35,6 +36,7 @@ from typing import Callable, TextIO
 import numpy as np
 
 from stapel_rl import __version__
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import engine as rules
 from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
 from stapel_rl.env.notation import find_move
@@ -42,6 +44,7 @@ from stapel_rl.env.render import ansi, status
 from stapel_rl.env.state import State, take
 from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import Agent, make_agent
+from stapel_rl.eval.network_agents import UNLIMITED
 
 #: More actions than any full move can take (a capture takes at most 20 men).
 MAX_ACTIONS_PER_MOVE = 64
@@ -61,16 +64,31 @@ def _positive_int(name: str, value: str) -> int:
     return number
 
 
-def _with_simulations(agent: Agent, nodes: int) -> "Agent | None":
-    """A copy of ``agent`` searching ``nodes`` simulations, or None if it has no simulation count."""
+def _searches(agent: Agent) -> bool:
+    """Whether ``agent`` has a simulation count to set (a ``config`` dataclass with ``num_simulations``)."""
     config = getattr(agent, "config", None)
-    if config is None or not dataclasses.is_dataclass(config) or not hasattr(config, "num_simulations"):
-        return None
-    config = dataclasses.replace(config, num_simulations=nodes)
+    return config is not None and dataclasses.is_dataclass(config) and hasattr(config, "num_simulations")
+
+
+def _with_limits(agent: Agent, nodes: "int | None", seconds: "float | None") -> Agent:
+    """A copy of search agent ``agent`` with the limits of one ``go``.
+
+    ``nodes`` alone: exactly that many simulations. ``seconds``: search by
+    time (the agent needs a ``seconds`` attribute), limited to ``nodes``
+    simulations if given too, else unlimited.
+    """
+    changes: "dict[str, object]" = {}
+    if seconds is not None:
+        changes["seconds"] = seconds
+        nodes = nodes or UNLIMITED
+    elif hasattr(agent, "seconds"):
+        changes["seconds"] = None
+    changes["config"] = dataclasses.replace(agent.config, num_simulations=nodes)
     if dataclasses.is_dataclass(agent) and not isinstance(agent, type):
-        return dataclasses.replace(agent, config=config)
+        return dataclasses.replace(agent, **changes)
     clone = copy.copy(agent)
-    clone.config = config
+    for key, value in changes.items():
+        setattr(clone, key, value)
     return clone
 
 
@@ -250,7 +268,7 @@ class EngineSession:
         return True
 
     def _go(self, args: "list[str]", rest: str) -> bool:
-        nodes = None
+        nodes = movetime = None
         i = 0
         while i < len(args):
             key = args[i]
@@ -261,7 +279,7 @@ class EngineSession:
                 if key == "nodes":
                     nodes = value
                 else:
-                    self.info("movetime is advisory")
+                    movetime = value
                 i += 2
             else:
                 # Parameters this engine has no use for (wtime 1000, infinite, ...), value included.
@@ -277,40 +295,54 @@ class EngineSession:
             return True
 
         agent = self.agent
-        if nodes is not None:
-            searching = _with_simulations(agent, nodes)
-            if searching is None:
-                self.info(f"nodes ignored: agent {self.agent_spec!r} has no simulation count")
-            else:
-                agent = searching
+        searches = _searches(agent)
+        timed = movetime is not None and searches and hasattr(agent, "seconds")
+        if nodes is not None and not searches:
+            self.info(f"nodes ignored: agent {self.agent_spec!r} has no simulation count")
+        if movetime is not None and not timed:
+            self.info(f"movetime ignored: agent {self.agent_spec!r} has no time control")
+        if searches and (nodes is not None or timed):
+            agent = _with_limits(agent, nodes, movetime / 1000 if timed else None)
         start = time.perf_counter()
+        deadline = start + movetime / 1000 if timed else None
         try:
-            move, searched = self._choose(agent, state)
+            move, simulations = self._choose(agent, state, deadline)
         except Exception as problem:  # noqa: BLE001 - answer the go anyway
             self.error(f"agent {self.agent_spec!r} failed: {type(problem).__name__}: {problem}")
             self.send("bestmove none")
             return True
         elapsed_ms = int(round(1000 * (time.perf_counter() - start)))
-        simulations = getattr(getattr(agent, "config", None), "num_simulations", None) if searched else None
         self.send(f"info time {elapsed_ms}" + (f" nodes {simulations}" if simulations is not None else ""))
         self.send(f"bestmove {move}")
         return True
 
-    def _choose(self, agent: Agent, start: State) -> "tuple[str, bool]":
-        """The agent's full move from ``start`` as text (asking it at every decision point) and
-        whether the agent was asked (a forced move is answered without)."""
+    def _choose(self, agent: Agent, start: State, deadline: "float | None" = None) -> "tuple[str, int | None]":
+        """The agent's full move from ``start`` as text, asking it at every decision point with a
+        choice, and the simulations it searched (None if it does not search or was not asked).
+
+        With ``deadline`` (a ``time.perf_counter()`` value), each decision point
+        gives a timed agent the time left, so the whole move keeps to it."""
         moves = expand_full_moves(start)
         if moves.parent.size == 1:
-            return moves.texts()[0], False
-        current, actions = start, []
+            return moves.texts()[0], None
+        current, actions, simulations = start, [], None
         for _ in range(MAX_ACTIONS_PER_MOVE):
-            with contextlib.redirect_stdout(sys.stderr):
-                chosen = np.asarray(agent(current, self.rng)).reshape(-1)
-            if chosen.shape != (1,):
-                raise ValueError(f"expected one action, got {chosen.shape[0]}")
-            action = int(chosen[0])
-            if not 0 <= action < current.legal_action_mask.shape[1] or not current.legal_action_mask[0, action]:
-                raise ValueError(f"illegal action {action}")
+            legal = np.flatnonzero(current.legal_action_mask[0])
+            if legal.size == 1:  # a forced leap: nothing to think about
+                action = int(legal[0])
+            else:
+                if deadline is not None:
+                    agent.seconds = max(0.0, deadline - time.perf_counter())
+                with contextlib.redirect_stdout(sys.stderr):
+                    chosen = np.asarray(agent(current, self.rng)).reshape(-1)
+                if chosen.shape != (1,):
+                    raise ValueError(f"expected one action, got {chosen.shape[0]}")
+                action = int(chosen[0])
+                if not 0 <= action < current.legal_action_mask.shape[1] or not current.legal_action_mask[0, action]:
+                    raise ValueError(f"illegal action {action}")
+                if _searches(agent):
+                    searched = getattr(agent, "simulations", agent.config.num_simulations)
+                    simulations = (simulations or 0) + searched
             current = rules.step(current, np.array([action], dtype=np.int64), validate=False)
             actions.append(action)
             if int(current.capturing[0]) < 0 or bool(current.done[0]):
@@ -326,7 +358,7 @@ class EngineSession:
         rows = np.flatnonzero(prefix & ends)
         if rows.size != 1:
             raise ValueError(f"the actions {actions} make no legal full move")
-        return moves.texts()[int(rows[0])], True
+        return moves.texts()[int(rows[0])], simulations
 
     def _display(self, args: "list[str]", rest: str) -> bool:
         state = self.state
@@ -350,11 +382,13 @@ class EngineSession:
 
 
 def main(argv: "list[str] | None" = None) -> int:
+    tune_malloc()
     parser = argparse.ArgumentParser(
         prog="stapel-engine",
         description="UCI-like engine protocol on stdin/stdout around a stapel-rl agent (docs/engine_protocol.md)",
     )
-    parser.add_argument("--agent", default="random", help="agent spec: random, greedy, mcts:PATH[:sims=N], policy:PATH")
+    parser.add_argument("--agent", default="random", help="agent spec: random, greedy, mcts:PATH[:sims=N][:time=S], "
+                        "policy:PATH; PATH variant_I or variant_II: the agents shipped with stapel-rl")
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random generator (default 0)")
     args = parser.parse_args(argv)

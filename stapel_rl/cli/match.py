@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import paired_openings, play_match
@@ -24,6 +25,7 @@ from stapel_rl.eval.ratings import wilson
 
 
 def main(argv: "list[str] | None" = None) -> int:
+    tune_malloc()
     parser = argparse.ArgumentParser(prog="stapel-match", description=__doc__.split("\n")[0])
     parser.add_argument("agent", help="agent spec, e.g. mcts:PATH:sims=32, policy:PATH, greedy")
     parser.add_argument("opponents", nargs="+", help="opponent specs")

@@ -39,6 +39,7 @@ from typing import Callable, TextIO
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import engine
 from stapel_rl.env.notation import FullMoves, expand_full_moves, find_move
 from stapel_rl.env.render import SIDE_NAMES, ansi
@@ -367,6 +368,7 @@ class PlaySession:
 
 
 def main(argv: "list[str] | None" = None) -> int:
+    tune_malloc()
     parser = argparse.ArgumentParser(prog="stapel-play", description=__doc__.split("\n")[0],
                                      epilog="Commands at the prompt: moves, board, hint, undo, save FILE, help, quit.")
     parser.add_argument("--agent", default="greedy", help="opponent spec: random, greedy, mcts:PATH:sims=N, "

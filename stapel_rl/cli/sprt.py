@@ -14,6 +14,7 @@ import sys
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import engine, get_variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
@@ -41,6 +42,7 @@ def run_sprt(a, b, variant, test: SPRT, batch_pairs: int, max_pairs: int, openin
 
 
 def main(argv: "list[str] | None" = None) -> int:
+    tune_malloc()
     parser = argparse.ArgumentParser(prog="stapel-sprt", description=__doc__.split("\n")[0])
     parser.add_argument("a")
     parser.add_argument("b")

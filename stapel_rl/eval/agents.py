@@ -8,8 +8,14 @@ games). Agents are named by short specs on the command line:
     greedy                      the full move that leaves it controlling the most
                                 men (Variant II: most points first), ties random
     alphabeta[:DEPTH][:q=N]     negamax with alpha-beta over full moves (default depth 2)
-    mcts:PATH[:sims=64][:algorithm=puct|gumbel]   checkpoint + search, temperature 0
+    mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel]
+                                checkpoint + search, temperature 0; with time=, each
+                                decision searches that long (sims= then limits it)
     policy:PATH                 the checkpoint's raw policy, no search
+
+PATH may be ``variant_I`` or ``variant_II``, the trained agents shipped in the
+package (``stapel_rl.pretrained``); a file of that name in the working
+directory is an explicit path and wins.
 """
 
 from __future__ import annotations

@@ -1,33 +1,77 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
-Specs: ``mcts:PATH[:sims=64][:algorithm=puct|gumbel]`` and ``policy:PATH``.
-Importing this module registers both with ``make_agent``.
+Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel]`` and
+``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the
+agents shipped with the package (``stapel_rl.bundled``). Importing this module
+registers both with ``make_agent``.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
+from stapel_rl.bundled import resolve_checkpoint
 from stapel_rl.env.state import State
 from stapel_rl.eval.agents import register_agent
-from stapel_rl.mcts import SearchConfig, search
+from stapel_rl.mcts import SearchConfig, SearchOutput, search
 from stapel_rl.mcts.search import masked_softmax
+from stapel_rl.mcts.tree import grow
 from stapel_rl.models.evaluator import Evaluator
+
+#: ``num_simulations`` of a search by time with no simulation limit (int32's largest: never reached).
+UNLIMITED = 2**31 - 1
+#: Simulations of the first chunk of a search by time, which measures the rate for the rest.
+FIRST_CHUNK = 8
 
 
 @dataclasses.dataclass
 class MCTSAgent:
-    """Plays the search's choice with no noise: the most visited (PUCT) or Gumbel's pick."""
+    """Plays the search's choice with no noise: the most visited (PUCT) or Gumbel's pick.
+
+    With ``seconds`` set, every call searches until that much time has passed
+    (at least one simulation, at most ``config.num_simulations``), in chunks
+    on one growing tree: the first chunk measures the simulation rate, the
+    next ones fill the time left, and no simulation starts after the deadline.
+    PUCT's choice is then that of one long search; Gumbel's comes from the
+    last chunk's sequential halving, which starts from the earlier chunks'
+    visits as after subtree reuse. ``simulations`` holds the per-game count
+    of the last call.
+    """
 
     evaluator: Evaluator
     config: SearchConfig
     name: str = "mcts"
+    seconds: "float | None" = None
+    simulations: int = 0
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
         config = dataclasses.replace(self.config, dirichlet_fraction=0.0, temperature=0.0)
-        return search(state, self.evaluator, config, rng).action
+        if self.seconds is None:
+            out = search(state, self.evaluator, config, rng)
+        else:
+            out = self._search_for(self.seconds, state, config, rng)
+        self.simulations = int(out.tree.node_visits[:, 0].max()) - 1  # the root's first visit is its evaluation
+        return out.action
+
+    def _search_for(self, seconds: float, state: State, config: SearchConfig, rng: np.random.Generator) -> SearchOutput:
+        start = time.perf_counter()
+        deadline = start + seconds
+        limit = config.num_simulations
+        chunk, tree = min(FIRST_CHUNK, limit), None
+        while True:
+            out = search(state, self.evaluator, dataclasses.replace(config, num_simulations=chunk), rng,
+                         tree=tree, deadline=deadline)
+            done = int(out.tree.node_visits[:, 0].max()) - 1
+            now = time.perf_counter()
+            chunk = min(limit - done, int((deadline - now) * done / max(now - start, 1e-9)))
+            if chunk < 1:
+                return out
+            # Each simulation adds at most one node per game; doubling keeps the copies cheap.
+            needed = int(out.tree.num_nodes.max()) + chunk
+            tree = grow(out.tree, max(needed, min(2 * out.tree.capacity, limit + 1)))
 
 
 @dataclasses.dataclass
@@ -47,7 +91,7 @@ def load_evaluator(path: str, device: str = "cpu") -> "tuple[Evaluator, dict]":
     from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
     from stapel_rl.train.checkpoint import load
 
-    checkpoint = load(path)
+    checkpoint = load(resolve_checkpoint(path))
     net = PolicyValueNet(NetworkConfig(**checkpoint["model_config"]))
     net.load_state_dict(checkpoint["model"])
     return NetworkEvaluator(net, device=device), checkpoint
@@ -65,19 +109,36 @@ def _options(args: "list[str]", spec_kind: str) -> "tuple[str, dict[str, str]]":
     return path, options
 
 
+def _number(options: "dict[str, str]", key: str, kind: type) -> "int | float | None":
+    """Option ``key`` as a positive ``kind``, None if absent; a ``ValueError`` naming it otherwise."""
+    if key not in options:
+        return None
+    try:
+        value = kind(options[key])
+    except ValueError:
+        raise ValueError(f"mcts agent option {key}={options[key]!r} is not a number") from None
+    if not 0 < value < float("inf"):
+        raise ValueError(f"mcts agent option {key} must be positive and finite, got {options[key]!r}")
+    return value
+
+
 def _mcts(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
-    unknown = set(options) - {"sims", "algorithm"}
+    unknown = set(options) - {"sims", "time", "algorithm"}
     if unknown:
-        raise ValueError(f"unknown mcts agent option(s) {sorted(unknown)}: use sims=N, algorithm=puct|gumbel")
+        raise ValueError(
+            f"unknown mcts agent option(s) {sorted(unknown)}: use sims=N, time=SECONDS, algorithm=puct|gumbel"
+        )
+    sims, seconds = _number(options, "sims", int), _number(options, "time", float)
     evaluator, checkpoint = load_evaluator(path)
     search_defaults = checkpoint.get("config", {}).get("mcts", {})
     config = SearchConfig(
-        num_simulations=int(options.get("sims", 64)),
+        # By time, sims (if given) is a limit: whichever comes first.
+        num_simulations=sims or (64 if seconds is None else UNLIMITED),
         algorithm=options.get("algorithm", search_defaults.get("algorithm", "puct")),
         c_puct=float(search_defaults.get("c_puct", 1.5)),
     )
-    return MCTSAgent(evaluator, config)
+    return MCTSAgent(evaluator, config, seconds=seconds)
 
 
 def _policy(args: "list[str]") -> PolicyAgent:

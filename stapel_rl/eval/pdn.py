@@ -104,10 +104,13 @@ def read_games(text: str) -> "list[dict]":
 
 
 def _replay(tags: "dict[str, str]", body: str, number: int) -> dict:
-    name = tags.get("Variant", "Stapeldammen I").split()[-1]
-    variant = get_variant(name)
-    fen = tags.get("FEN", variant.setup)
-    state = engine.from_fens([fen], variant)
+    try:
+        # The last word names the variant ("Stapeldammen II"); an empty tag names none.
+        variant = get_variant((tags.get("Variant", "Stapeldammen I").split() or [""])[-1])
+        fen = tags.get("FEN", variant.setup)
+        state = engine.from_fens([fen], variant)
+    except ValueError as error:
+        raise ValueError(f"game {number}: {error}") from None
     tokens = [t for t in body.split() if not re.fullmatch(r"\d+\.(\.\.)?", t)]
     result = tokens.pop() if tokens and tokens[-1] in ("2-0", "0-2", "1-1", "*") else "*"
     fens, moves = [fen], []

@@ -18,7 +18,8 @@ from stapel_rl.mcts.gumbel import NEG_INF, POS_INF, _mixed_value, _sigma_coeffic
 from stapel_rl.mcts.tree import Tree
 
 
-@functools.lru_cache(maxsize=None)
+# Bounded: searches by time ask for a different simulation count at every move.
+@functools.lru_cache(maxsize=256)
 def considered_visits(num_considered: int, num_simulations: int) -> np.ndarray:
     """``int [num_simulations]``: the visit count the root action of each simulation must have.
 
@@ -42,7 +43,7 @@ def considered_visits(num_considered: int, num_simulations: int) -> np.ndarray:
     return np.array(sequence[:num_simulations])
 
 
-@functools.lru_cache(maxsize=None)
+@functools.lru_cache(maxsize=256)
 def considered_table(max_considered: int, num_simulations: int) -> np.ndarray:
     """``int [max_considered + 1, num_simulations]``: row m is ``considered_visits(m, ...)``."""
     return np.stack([considered_visits(m, num_simulations) for m in range(max_considered + 1)])

@@ -9,6 +9,7 @@ where the player to move changes: the leaps of one capture keep the player.
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 
@@ -271,13 +272,16 @@ def search(
     rng: np.random.Generator,
     tree: "Tree | None" = None,
     buffer: "Tree | None" = None,
+    deadline: "float | None" = None,
 ) -> SearchOutput:
     """Search every game of ``state`` (at a decision point) and choose an action.
 
-    ``tree`` continues from an earlier search's subtree (see ``reuse``); its
+    ``tree`` continues from an earlier search's subtree (see ``reuse``), or
+    from an earlier search of the same roots (grown with ``tree.grow``); its
     root must hold ``state``. Otherwise a new tree is made, in ``buffer``'s
     arrays if given (e.g. the previous search's tree). Games already over get
-    a meaningless action.
+    a meaningless action. ``deadline`` (a ``time.perf_counter()`` value) stops
+    the search early: no simulation starts after it, but the first always runs.
     """
     b = state.batch_size
     if tree is None:
@@ -306,6 +310,8 @@ def search(
         )
         interior = gumbel.Interior.start(tree, config.c_visit, config.c_scale)
     for k in range(config.num_simulations):
+        if deadline is not None and k and time.perf_counter() >= deadline:
+            break
         _simulate(tree, evaluator, config, k, noise, root, interior)
 
     visits = tree.children_visits[:, 0].copy()

@@ -134,6 +134,25 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
     return tree
 
 
+def grow(tree: Tree, capacity: int) -> Tree:
+    """``tree`` with room for ``capacity`` nodes per game: a copy holding the same nodes.
+
+    ``tree`` itself if it already has the room. Lets a search continue where
+    an earlier one of the same roots stopped (searching by time, in chunks)
+    without allocating for the longest search there could be.
+    """
+    if tree.capacity >= capacity:
+        return tree
+    b, n = tree.batch_size, tree.capacity
+    out = allocate(read_states(tree, np.arange(b), np.zeros(b, np.int64)), capacity)
+    for name in PER_NODE + PER_CHILD:
+        getattr(out, name)[:, :n] = getattr(tree, name)
+    for f in ARRAY_FIELDS:
+        getattr(out.states, f)[:, :n] = getattr(tree.states, f)
+    out.num_nodes[:] = tree.num_nodes
+    return out
+
+
 def read_states(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> State:
     """The engine states of nodes ``nodes`` of games ``games`` as one batch."""
     return State(**{f: getattr(tree.states, f)[games, nodes] for f in ARRAY_FIELDS}, variant=tree.states.variant)

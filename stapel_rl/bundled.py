@@ -1,0 +1,42 @@
+"""What ships inside the package: the Hydra configs and the trained agents.
+
+In a checkout, ``stapel_rl/configs`` and ``stapel_rl/checkpoints`` are
+symlinks to the repository's top-level ``configs/`` and ``checkpoints/`` (the
+places people edit), so an editable install reads those directly; building a
+wheel copies what the links point to into the package.
+
+Agent specs accept the names ``variant_I`` and ``variant_II`` wherever they
+take a checkpoint path (``mcts:variant_I:sims=64``); a file of that name in the
+working directory is an explicit path and wins.
+"""
+
+from __future__ import annotations
+
+import os
+import pathlib
+
+from stapel_rl.env.variants import VARIANTS, Variant, get_variant
+
+PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
+#: Hydra's primary config directory: the repository's configs/ in a checkout, the packaged copy in a wheel.
+CONFIG_DIR = (PACKAGE_DIR / "configs").resolve()
+#: The trained agents (``variant_I.pt``, ``variant_II.pt``) and their model cards.
+CHECKPOINT_DIR = (PACKAGE_DIR / "checkpoints").resolve()
+#: Checkpoint names that mean a bundled agent: ``variant_I`` -> "I".
+AGENT_NAMES = {f"variant_{name}": name for name in VARIANTS}
+
+
+def pretrained(variant: "Variant | str" = "I") -> pathlib.Path:
+    """Path of the trained agent shipped for ``variant`` ("I" or "II"; its model card is beside it)."""
+    path = CHECKPOINT_DIR / f"variant_{get_variant(variant).name}.pt"
+    if not path.is_file():
+        raise FileNotFoundError(f"bundled agent {str(path)!r} is missing: the package was built without checkpoints/")
+    return path
+
+
+def resolve_checkpoint(path: "str | os.PathLike") -> str:
+    """``path`` as given, or the bundled agent's path if it is ``variant_I``/``variant_II`` and no such file exists."""
+    text = os.fspath(path)
+    if text in AGENT_NAMES and not os.path.exists(text):
+        return str(pretrained(AGENT_NAMES[text]))
+    return text

@@ -1,0 +1,125 @@
+"""Search by time: ``search(deadline=...)``, ``tree.grow`` and the ``mcts:...:time=SECONDS`` agents.
+
+A fake clock that advances 1/64 s (exact in binary) at every network call
+makes the counts exact: the root's evaluation and every simulation each
+cost one call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import numpy as np
+import pytest
+
+from stapel_rl.env import init
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.network_agents import UNLIMITED, MCTSAgent
+from stapel_rl.mcts import SearchConfig, search
+from stapel_rl.mcts.tree import PER_CHILD, PER_NODE, grow
+from stapel_rl.models import UniformEvaluator
+
+from test_mcts import check_tree
+
+STEP = 1 / 64
+
+
+class Clock:
+    """``time.perf_counter`` stand-in that moves only when the evaluator is called."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+        self.calls = 0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@dataclasses.dataclass
+class ClockedEvaluator:
+    clock: Clock
+    inner: UniformEvaluator = dataclasses.field(default_factory=UniformEvaluator)
+
+    def __call__(self, state):
+        self.clock.now += STEP
+        self.clock.calls += 1
+        return self.inner(state)
+
+
+@pytest.fixture
+def clock(monkeypatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(time, "perf_counter", fake)
+    return fake
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_search_starts_no_simulation_after_the_deadline(clock, algorithm):
+    evaluator = ClockedEvaluator(clock)
+    config = SearchConfig(num_simulations=50, algorithm=algorithm, dirichlet_fraction=0.0)
+    # The root costs one step, each simulation one more: after 4 simulations the clock reads the deadline.
+    out = search(init("I", 3), evaluator, config, np.random.default_rng(0), deadline=5 * STEP)
+    assert out.tree.node_visits[:, 0].tolist() == [5, 5, 5]
+    assert clock.calls == 5
+    # A deadline already past still gets one simulation.
+    out = search(init("I", 3), evaluator, config, np.random.default_rng(0), deadline=clock.now - 1)
+    assert out.tree.node_visits[:, 0].tolist() == [2, 2, 2]
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_a_grown_tree_keeps_its_nodes_and_the_search_continues_in_it(algorithm):
+    state, rng = init("II", 2), np.random.default_rng(1)
+    config = SearchConfig(num_simulations=8, algorithm=algorithm, dirichlet_fraction=0.0, temperature=0.0)
+    first = search(state, UniformEvaluator(), config, rng).tree
+    assert grow(first, first.capacity) is first
+    grown = grow(first, 40)
+    assert grown.capacity == 40 and grown.num_nodes.tolist() == first.num_nodes.tolist()
+    for name in PER_NODE + PER_CHILD:
+        np.testing.assert_array_equal(getattr(grown, name)[:, :first.capacity], getattr(first, name), err_msg=name)
+    assert (grown.children_index[:, first.capacity:] == -1).all() and (grown.node_visits[:, first.capacity:] == 0).all()
+    out = search(state, UniformEvaluator(), dataclasses.replace(config, num_simulations=30), rng, tree=grown)
+    assert out.tree is grown and out.tree.node_visits[:, 0].tolist() == [39, 39]
+    check_tree(out.tree)
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+@pytest.mark.parametrize("seconds", [0.25, 1.0, 3.0])
+def test_timed_agent_searches_until_the_time_is_spent(clock, algorithm, seconds):
+    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm),
+                      seconds=seconds)
+    state = init("I", 2)
+    action = agent(state, np.random.default_rng(0))
+    assert state.legal_action_mask[[0, 1], action].all()
+    assert agent.simulations == clock.calls - 1  # every call but the root's was a simulation
+    # It stops less than about one simulation before the deadline, and never starts one after it.
+    assert seconds - 2 * STEP < clock.now <= seconds + STEP
+
+
+def test_timed_agent_keeps_to_its_simulation_limit_and_always_searches_once(clock):
+    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=20), seconds=10.0)
+    agent(init("I"), np.random.default_rng(0))
+    assert agent.simulations == 20 and clock.now == 21 * STEP
+    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED), seconds=1e-9)
+    agent(init("I"), np.random.default_rng(0))
+    assert agent.simulations == 1
+
+
+def test_agent_spec_time_option():
+    agent = make_agent("mcts:variant_I:time=0.5")
+    assert agent.seconds == 0.5 and agent.config.num_simulations == UNLIMITED
+    agent = make_agent("mcts:variant_I:time=0.5:sims=16")
+    assert agent.seconds == 0.5 and agent.config.num_simulations == 16
+    agent = make_agent("mcts:variant_I:sims=16")
+    assert agent.seconds is None and agent.config.num_simulations == 16
+
+
+@pytest.mark.parametrize("option, message", [
+    ("time=0", "time must be positive and finite"), ("time=-1", "time must be positive and finite"),
+    ("time=inf", "time must be positive and finite"), ("time=soon", "time='soon' is not a number"),
+    ("sims=0", "sims must be positive"), ("sims=1.5", "sims='1.5' is not a number"),
+    ("seconds=1", "unknown mcts agent option"),
+])
+def test_agent_spec_rejects_bad_limits(option, message):
+    with pytest.raises(ValueError, match=message):
+        make_agent(f"mcts:variant_I:{option}")
