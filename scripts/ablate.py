@@ -42,6 +42,10 @@ ROWS = {
     "playout_cap": ("playout-cap randomisation: 25% full searches, the rest 4 simulations",
                     ["mcts.fast_simulations=4", "mcts.full_search_prob=0.25"]),
     "games_256": ("256 self-play games at once instead of 128", ["train.num_games=256"]),
+    "bf16_train": ("gradient steps under bf16 autocast (the learner bounds the iteration rate)",
+                   ["train.train_precision=bf16"]),
+    "sims32_bf16_train": ("32 simulations (the workers' idle time) and bf16 training",
+                          ["mcts.num_simulations=32", "train.train_precision=bf16"]),
 }
 _SCORE = re.compile(r"(\d+)-(\d+)-(\d+) \(W-D-L\) of (\d+), score ([\d.]+)%, 95% CI \[([\d.]+)%, ([\d.]+)%\]")
 

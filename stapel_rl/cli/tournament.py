@@ -2,6 +2,7 @@
 
     stapel-tournament random greedy alphabeta:2 "mcts:checkpoints/*.pt:sims=32" --variant I --pairs 20 --out tournaments/I
     stapel-tournament mcts:new.pt:sims=64 random greedy --gauntlet --out tournaments/g   # one against a list
+    stapel-tournament random greedy alphabeta:2 --ray --address auto --out tournaments/r   # pairings on a Ray cluster
 
 Writes into --out: games.jsonl (appended game by game; rerunning with the same
 --out resumes), games.pdn, ratings.csv, ratings.json (with the config and code
@@ -19,6 +20,7 @@ import sys
 import numpy as np
 from tqdm import tqdm
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.ratings import rate
@@ -54,6 +56,7 @@ def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
 
 
 def main(argv: "list[str] | None" = None) -> int:
+    tune_malloc()
     parser = argparse.ArgumentParser(prog="stapel-tournament", description=__doc__.split("\n")[0])
     parser.add_argument("players", nargs="+", help="agent specs; checkpoint globs allowed")
     parser.add_argument("--variant", default="I")
@@ -63,6 +66,9 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--anchor", default="random", help="the player rated 0 (default random; added if absent)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="tournaments/latest", help="output folder; rerun with it to resume")
+    parser.add_argument("--ray", action="store_true", help="play the pairings as Ray tasks (pip install -e '.[ray]')")
+    parser.add_argument("--address", default=None,
+                        help="with --ray: join this cluster ('auto', host:port, ray://host:port); default: a local Ray")
     args = parser.parse_args(argv)
     try:
         players = expand_specs(args.players)
@@ -79,8 +85,8 @@ def main(argv: "list[str] | None" = None) -> int:
             from stapel_rl.eval.tournament import load_results
 
             bar.update(min(total, len(load_results(out / "games.jsonl"))))
-            games = run(config, out, progress=bar)
-    except ValueError as error:
+            games = run(config, out, progress=bar, ray_address=args.address, use_ray=args.ray)
+    except (ValueError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
 

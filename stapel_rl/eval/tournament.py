@@ -105,40 +105,84 @@ def load_results(path: pathlib.Path) -> "list[dict]":
     return games
 
 
-def run(config: TournamentConfig, out_dir: pathlib.Path, progress=None) -> "list[dict]":
-    """Play every missing game of the tournament; returns all game records."""
+@dataclasses.dataclass
+class Job:
+    """The games of one pairing still to play: ``todo`` indexes game ``k`` (opening ``k // 2``, a White if even)."""
+
+    index: int
+    a: str
+    b: str
+    fens: "list[str]"
+    todo: "list[int]"
+
+
+def jobs(config: TournamentConfig, games: "list[dict]") -> "list[Job]":
+    """Every pairing's games that ``games`` does not hold yet."""
+    done = {(g["white"], g["black"], g["opening"]) for g in games}
+    out = []
+    for p_index, (i, j) in enumerate(config.pairings()):
+        a, b = config.players[i], config.players[j]
+        fens = openings(config.variant, config.pairs, config.opening_plies, config.seed * 100003 + p_index)
+        todo = [k for k in range(2 * config.pairs)
+                if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
+        if todo:
+            out.append(Job(p_index, a, b, fens, todo))
+    return out
+
+
+def play_job(config: TournamentConfig, job: Job, agents: "dict | None" = None, on_entry=None) -> "list[dict]":
+    """Play a job's games at once (networks see batches); the same job gives the same games anywhere."""
+    agents = {} if agents is None else agents
+    for spec in (job.a, job.b):
+        if spec not in agents:
+            agents[spec] = make_agent(spec)
+    start = engine.from_fens([job.fens[k // 2] for k in job.todo], config.variant)
+    rng = np.random.default_rng([config.seed, job.index])
+    entries = []
+
+    def record(g: int, score: float, plies: int, actions: "list[int]") -> None:
+        k = job.todo[g]
+        white, black = (job.a, job.b) if k % 2 == 0 else (job.b, job.a)
+        entry = {"white": white, "black": black, "opening": job.fens[k // 2], "pair": f"{job.index}:{k // 2}",
+                 "white_score": score if k % 2 == 0 else 1.0 - score, "plies": plies, "actions": actions}
+        entries.append(entry)
+        if on_entry is not None:
+            on_entry(entry)
+
+    play_match(agents[job.a], agents[job.b], config.variant, len(job.todo), rng, start=start, on_game_end=record,
+               agent_colour=np.array(job.todo) % 2)
+    return entries
+
+
+def run(config: TournamentConfig, out_dir: pathlib.Path, progress=None, ray_address: "str | None" = None,
+        use_ray: bool = False) -> "list[dict]":
+    """Play every missing game of the tournament; returns all game records.
+
+    With ``use_ray`` the pairings are Ray tasks (a local Ray, or the cluster at
+    ``ray_address``); their games are appended to the same file as each
+    pairing finishes, so resume and ratings are as without Ray.
+    """
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "games.jsonl"
     games = load_results(path)
     path.write_text("".join(json.dumps(g) + "\n" for g in games))  # drop a torn last line
-    done = {(g["white"], g["black"], g["opening"]) for g in games}
-    agents = {}
-    for p_index, (i, j) in enumerate(config.pairings()):
-        a, b = config.players[i], config.players[j]
-        fens = openings(config.variant, config.pairs, config.opening_plies, config.seed * 100003 + p_index)
-        # Game 2k: a is White, game 2k + 1: a is Black, both from opening k.
-        todo = [k for k in range(2 * config.pairs)
-                if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
-        if not todo:
-            continue
-        for spec in (a, b):
-            if spec not in agents:
-                agents[spec] = make_agent(spec)
-        start = engine.from_fens([fens[k // 2] for k in todo], config.variant)
-        rng = np.random.default_rng([config.seed, p_index])
 
-        def record(g: int, score: float, plies: int, actions: "list[int]", todo=todo, a=a, b=b, fens=fens):
-            k = todo[g]
-            white, black = (a, b) if k % 2 == 0 else (b, a)
-            white_score = score if k % 2 == 0 else 1.0 - score
-            entry = {"white": white, "black": black, "opening": fens[k // 2], "pair": f"{p_index}:{k // 2}",
-                     "white_score": white_score, "plies": plies, "actions": actions}
-            games.append(entry)
-            with path.open("a") as f:
-                f.write(json.dumps(entry) + "\n")
-            if progress is not None:
-                progress.update(1)
+    def append(entry: dict) -> None:
+        games.append(entry)
+        with path.open("a") as f:
+            f.write(json.dumps(entry) + "\n")
+        if progress is not None:
+            progress.update(1)
 
-        play_match(agents[a], agents[b], config.variant, len(todo), rng, start=start, on_game_end=record,
-                   agent_colour=np.array(todo) % 2)
+    todo = jobs(config, games)
+    if use_ray:
+        from stapel_rl.eval.ray_tournament import play_jobs_on_ray
+
+        for entries in play_jobs_on_ray(config, todo, ray_address):
+            for entry in entries:
+                append(entry)
+        return games
+    agents: dict = {}
+    for job in todo:
+        play_job(config, job, agents, on_entry=append)
     return games

@@ -8,8 +8,10 @@ number format: bfloat16 runs the oneDNN convolutions on the CPU's bf16 dot
 product units (AVX512-BF16, AMX) at two to several times the fp32 rate, and
 keeps fp32's exponent range, so no calibration is needed (unlike int8).
 
-``precision`` names the format: "fp32", "bf16", or "auto" (bf16 where the
-device computes it natively, else fp32).
+``precision`` names the format: "fp32", "bf16", "fp16", or "auto": on a CPU
+bf16 where it computes it natively, else fp32; on a CUDA device always half
+precision (bf16 from compute capability 8, else fp16), which runs on its
+tensor cores.
 """
 
 from __future__ import annotations
@@ -21,8 +23,8 @@ from torch import nn
 
 from stapel_rl.models.network import PolicyValueNet
 
-PRECISIONS = ("auto", "fp32", "bf16")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16}
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
 def bf16_native(device: torch.device) -> bool:
@@ -35,11 +37,12 @@ def bf16_native(device: torch.device) -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device) -> str:
-    """``"auto"`` -> "bf16" where native on ``device``, else "fp32"; the others are checked and returned."""
+    """``"auto"`` -> "bf16" where native on ``device``, else fp16 on CUDA and fp32 on a CPU; the others
+    are checked and returned."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "auto":
-        return "bf16" if bf16_native(device) else "fp32"
+        return "bf16" if bf16_native(device) else ("fp16" if device.type == "cuda" else "fp32")
     return precision
 
 

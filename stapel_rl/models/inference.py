@@ -65,6 +65,9 @@ class NetworkEvaluator:
         # Looked up once: walking the modules on every call would cost more than the check.
         self._tensors = [*net.parameters(), *net.buffers()]
         self._version: "tuple | None" = None
+        # CUDA: the planes go through one page-locked host buffer (grown as needed), so the copy to the
+        # device is a DMA transfer rather than a staged one.
+        self._pinned: "torch.Tensor | None" = None
         self.reset_stats()
 
     def reset_stats(self) -> None:
@@ -111,8 +114,10 @@ class NetworkEvaluator:
     def _forward(self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
                  ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
         """One chunk: planes ``[b, NUM_PLANES, H, W]`` -> numpy board logits ``[b, 200]``, value, points."""
-        memory_format = torch.channels_last if self.device.type == "cpu" else torch.preserve_format
-        obs = torch.from_numpy(planes).to(self.device, DTYPES[self.precision], memory_format=memory_format)
+        if self.device.type == "cuda":
+            obs = self._to_device(planes).to(DTYPES[self.precision])
+        else:
+            obs = torch.from_numpy(planes).to(self.device, DTYPES[self.precision], memory_format=torch.channels_last)
         logits, value, points = net(obs)
         # The rotation is an involution, so board id a reads canonical id ROTATE_ACTION[a].
         flip = torch.from_numpy(black).to(self.device)[:, None]
@@ -122,6 +127,16 @@ class NetworkEvaluator:
             value.float().cpu().numpy(),
             None if points is None else points.float().cpu().numpy(),
         )
+
+    def _to_device(self, planes: np.ndarray) -> torch.Tensor:
+        """``planes`` on the CUDA device through the pinned buffer (the caller's ``.cpu()`` syncs before reuse)."""
+        n = planes.shape[0]
+        if self._pinned is None or self._pinned.shape[0] < n or self._pinned.shape[1:] != planes.shape[1:]:
+            self._pinned = torch.empty((max(n, self.max_batch),) + planes.shape[1:], dtype=torch.float32,
+                                       pin_memory=True)
+        staged = self._pinned[:n]
+        staged.copy_(torch.from_numpy(planes))
+        return staged.to(self.device, non_blocking=True)
 
     def _concatenate(self, outputs: list) -> Evaluation:
         if not outputs:  # an empty batch

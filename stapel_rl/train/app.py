@@ -4,18 +4,21 @@
     stapel-train variant=II mcts=gumbel model=small train.hours=2
     stapel-train -m mcts=puct,gumbel               # a sweep
     stapel-train hydra.run.dir=runs/a              # run again in the same dir: it resumes
+    stapel-train distributed=ray distributed.actors=4   # self-play in Ray actors
 
 Each iteration: self-play until enough new positions (in this process, or in
-``train.selfplay_workers`` processes that play the next batch while this one
-trains), train on the replay buffer, log to TensorBoard, evaluate against
-fixed opponents every ``eval_every_minutes``, write a checkpoint (atomically;
-the newest ``keep_checkpoints`` stay) and, every ``keep_every_minutes``, a
-snapshot of the network for learning curves.
+``train.selfplay_workers`` processes or ``distributed.actors`` Ray actors
+that play the next batch while this one trains), train on the replay buffer,
+log to TensorBoard, evaluate against fixed opponents every
+``eval_every_minutes``, write a checkpoint (atomically, every
+``checkpoint_every_minutes``; the newest ``keep_checkpoints`` stay) and,
+every ``keep_every_minutes``, a snapshot of the network for learning curves.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import json
 import pathlib
 import time
 
@@ -26,6 +29,8 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
 from tqdm import tqdm
 
+from stapel_rl import bundled
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
@@ -40,8 +45,8 @@ from stapel_rl.train.trainer import OptimConfig, Trainer, mean_metrics
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
 
 register()
-#: The repository's configs/ (the package is installed editable from its checkout).
-CONFIG_DIR = str(pathlib.Path(__file__).resolve().parents[2] / "configs")
+#: Hydra's primary config directory: the repository's configs/ in a checkout, the packaged copy in a wheel.
+CONFIG_DIR = str(bundled.CONFIG_DIR)
 
 
 def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> SearchConfig:
@@ -60,6 +65,11 @@ def make_selfplay_config(cfg: DictConfig) -> SelfPlayConfig:
                           reuse_tree=cfg.mcts.reuse_tree)
 
 
+def selfplay_device(train_device: torch.device) -> torch.device:
+    """Where self-play and evaluation run the network: the training GPU if there is one, else the CPU."""
+    return torch.device(train_device) if torch.device(train_device).type == "cuda" else torch.device("cpu")
+
+
 def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
          ) -> "dict[str, float]":
     """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
@@ -71,7 +81,7 @@ def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, 
     candidate.load_state_dict(net.state_dict())
     config = search_config(cfg, t.gate_simulations)
     test = SPRT(0.0, t.gate_elo1)
-    candidate_evaluator = NetworkEvaluator(candidate, device="cpu", precision=best.precision)
+    candidate_evaluator = NetworkEvaluator(candidate, device=best.device, precision=best.precision)
     status = run_sprt(MCTSAgent(candidate_evaluator, config), MCTSAgent(best, config),
                       variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4,
                       seed=int(rng.integers(1 << 30)), verbose=False)
@@ -90,8 +100,12 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
     variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
-    device = torch.device("cuda" if cfg.device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if cfg.device == "auto" else cfg.device))
+    dist = cfg.distributed
+    if dist.backend not in ("none", "ray"):
+        raise ValueError(f"distributed.backend must be 'none' or 'ray', got {dist.backend!r}")
+    learner_device = dist.learner_device or cfg.device
+    device = torch.device("cuda" if learner_device == "auto" and torch.cuda.is_available() else
+                          ("cpu" if learner_device == "auto" else learner_device))
 
     # --- the network, its optimizer and the replay buffer ---------------------------------
     model_fields = OmegaConf.to_container(cfg.model)
@@ -101,10 +115,11 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     net = PolicyValueNet(model_config).to(device)
     trainer = Trainer(net, OptimConfig(lr=t.lr, weight_decay=t.weight_decay, warmup_steps=t.warmup_steps,
                                        lr_schedule=t.lr_schedule, total_steps=t.total_steps,
-                                       points_weight=t.points_weight), device)
-    # Self-play runs a copy on the CPU in inference layout; it gets fresh weights every iteration.
+                                       points_weight=t.points_weight, precision=t.train_precision), device)
+    # Self-play runs an inference copy on the training device (a GPU if the run has one, in half
+    # precision there); it gets fresh weights every iteration.
     actor = PolicyValueNet(model_config)
-    evaluator = NetworkEvaluator(actor, device="cpu", precision=t.inference_precision)
+    evaluator = NetworkEvaluator(actor, device=selfplay_device(device), precision=t.inference_precision)
     buffer = ReplayBuffer(t.replay_capacity, variant)
     opponents = make_opponents(list(t.eval_opponents))
     counters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
@@ -127,14 +142,22 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay_config = make_selfplay_config(cfg)
     selfplay, workers = None, None
-    if t.selfplay_workers:
+    if dist.backend == "ray" or t.selfplay_workers:
         # Each worker's random stream depends on the run seed, its index and the iteration it starts
         # at, so a resumed run is as reproducible as a fresh one.
-        workers = SelfPlayWorkers([
-            WorkerSpec(variant.name, variant.ply_cap, dataclasses.asdict(model_config), t.inference_precision,
-                       search_config(cfg), selfplay_config, (cfg.seed, i, counters["iteration"]))
-            for i in range(t.selfplay_workers)])
-        if not t.threads:
+        count = dist.actors if dist.backend == "ray" else t.selfplay_workers
+        specs = [WorkerSpec(variant.name, variant.ply_cap, dataclasses.asdict(model_config), t.inference_precision,
+                            search_config(cfg), selfplay_config, (cfg.seed, i, counters["iteration"]),
+                            str(selfplay_device(device)))
+                 for i in range(count)]
+        if dist.backend == "ray":
+            from stapel_rl.train.distributed import RaySelfPlayActors
+
+            workers = RaySelfPlayActors(specs, dist)
+        else:
+            workers = SelfPlayWorkers(specs)
+        (out_dir / "selfplay_pids.json").write_text(json.dumps(workers.pids()))  # to watch (or kill) them
+        if not t.threads and not dist.address:
             torch.set_num_threads(1)  # the workers have the other cores; oversubscribed OpenMP threads stall
     else:
         selfplay = SelfPlay(variant, evaluator, search_config(cfg), selfplay_config, rng)
@@ -163,15 +186,18 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             it = counters["iteration"] + 1
 
             # 1. self-play with the latest weights (workers: those of the previous iteration)
+            per_worker = []
             if workers is not None:
                 if not workers.pending:
-                    workers.request(weights(), t.positions_per_iteration)
+                    workers.request(weights(), t.positions_per_iteration, counters["iteration"])
                 batch = workers.collect()
-                workers.request(weights(), t.positions_per_iteration)  # played while this process trains
-                positions, games = batch.positions, batch.games
-                selfplay_seconds = batch.seconds / t.selfplay_workers  # each worker's own play time
+                # played while this process trains
+                workers.request(weights(), t.positions_per_iteration, counters["iteration"])
+                positions, games, per_worker = batch.positions, batch.games, batch.per_worker
+                selfplay_seconds = batch.seconds / len(per_worker)  # each worker's own play time
                 network_share = batch.network_seconds / max(batch.seconds, 1e-9)
             else:
+                selfplay.version = counters["iteration"]
                 evaluator.reset_stats()
                 positions = selfplay.play(t.positions_per_iteration)
                 games = selfplay.take_finished_games()
@@ -203,7 +229,11 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
                 "train/steps_per_s": len(history) / train_seconds if history else 0.0,
                 "train/replay_size": len(buffer),
+                # iterations between the weights that played a position and its first training
+                "selfplay/policy_lag": float(np.mean(it - 1 - positions.arrays["version"])) if len(positions) else 0.0,
             })
+            for i, (count, seconds) in enumerate(per_worker):
+                scalars[f"selfplay/worker_{i}_positions_per_s"] = count / max(seconds, 1e-9)
             since_eval = counters["seconds"] - counters.get("eval_at", 0.0)
             if opponents and ((t.eval_every and it % t.eval_every == 0) or
                               (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)):
@@ -272,6 +302,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
 
 @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)
 def main(cfg: DictConfig) -> None:
+    tune_malloc()  # process-wide, so here and not on import
     out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
     final = train(cfg, out_dir)
     print(f"checkpoint: {final}")

@@ -59,6 +59,7 @@ class TrainConfig:
     warmup_steps: int = 100  # linear learning-rate warm-up, in gradient steps
     lr_schedule: str = "cosine"  # "cosine" or "constant"
     total_steps: int = 10000  # gradient steps the cosine schedule spans
+    train_precision: str = "fp32"  # gradient steps: fp32, bf16 (autocast forward, fp32 weights), auto (bf16 if native)
     points_weight: float = 0.25  # weight of the auxiliary points loss (models with points_head)
     value_mix: float = 0.0  # value target: (1 - value_mix) * game result + value_mix * search root value
     eval_every: int = 0  # iterations between evaluations (0 = only by eval_every_minutes)
@@ -78,7 +79,21 @@ class TrainConfig:
     image_every: int = 10  # iterations between self-play position images in TensorBoard (0 = never)
     threads: int = 0  # torch threads of this process (0 = torch's default; 1 with selfplay_workers)
     selfplay_workers: int = 0  # 0: self-play in this process; N: N worker processes play while this one trains
-    inference_precision: str = "auto"  # self-play/evaluation network: "fp32", "bf16", "auto" (bf16 where native)
+    inference_precision: str = "auto"  # self-play/evaluation network: fp32, bf16, fp16, auto (CPU: bf16 where
+    # native, else fp32; CUDA: bf16 or fp16)
+
+
+@dataclasses.dataclass
+class DistributedConfig:
+    """Self-play on Ray (stapel_rl/train/distributed.py); ``backend: none`` is the single-machine run."""
+
+    backend: str = "none"  # "none": self-play in this process or train.selfplay_workers; "ray": Ray actors
+    actors: int = 2  # Ray self-play actors (each a SelfPlay of train.num_games games)
+    address: Optional[str] = None  # null: start a local Ray here; "auto" or "host:port" or "ray://host:port": join
+    cpus_per_actor: float = 1.0  # CPUs Ray reserves per actor; its torch threads = max(1, floor of this)
+    gpus_per_actor: float = 0.0  # GPUs per actor (> 0: the actor's network runs on its CUDA device)
+    learner_device: Optional[str] = None  # device the learner trains on (null: the run's `device`)
+    connect_timeout_s: float = 10.0  # seconds to reach a cluster's address before giving up with an error
 
 
 @dataclasses.dataclass
@@ -87,6 +102,7 @@ class Config:
     model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
     mcts: MCTSConfig = dataclasses.field(default_factory=MCTSConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
+    distributed: DistributedConfig = dataclasses.field(default_factory=DistributedConfig)
     seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
     device: str = "cpu"  # "cpu", "cuda" or "auto" for the network during training
     resume: Optional[str] = None  # a checkpoint to continue from (default: the newest in this run's directory)
@@ -100,3 +116,4 @@ def register() -> None:
     store.store(group="model", name="schema", node=ModelConfig)
     store.store(group="mcts", name="schema", node=MCTSConfig)
     store.store(group="train", name="schema", node=TrainConfig)
+    store.store(group="distributed", name="schema", node=DistributedConfig)

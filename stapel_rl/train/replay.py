@@ -32,6 +32,8 @@ FIELDS = {
     "value": ((), np.float32),  # final result from the view of the player to move
     "root_value": ((), np.float32),  # the search's root value at the time, same view
     "points_diff": ((), np.float32),  # final Variant II points, player to move minus opponent
+    "version": ((), np.int32),  # weights that searched it: the learner iteration that made them (0 = initial)
+    "actor": ((), np.int16),  # self-play process that played it (-1: the learner's own process)
 }
 STATE_FIELDS = ("height", "colours", "current_player", "capturing", "last_leapt", "ply", "points", "legal_action_mask")
 

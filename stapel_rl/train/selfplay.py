@@ -76,6 +76,8 @@ class SelfPlay:
         self.moves: "list[tuple[np.ndarray, np.ndarray]]" = []  # per decision: (serials, board actions)
         self.outcomes: "dict[int, tuple[int, float, int]]" = {}  # serial -> (result, W-B points, plies)
         self.finished_games: "list[GameRecord]" = []
+        self.version = 0  # weights version the evaluator holds; recorded with each position
+        self.actor = -1  # this self-play's process index; recorded with each position
 
     def play(self, min_positions: int) -> Positions:
         """Step all games until the finished ones hold ``min_positions`` recorded positions."""
@@ -112,6 +114,8 @@ class SelfPlay:
             rows["policy"] = np.where(black[:, None], policy[:, ROTATE_ACTION], policy)
             rows["root_value"] = out.root_value[live]
             rows["serial"] = self.serial[live]
+            rows["version"] = np.full(live.size, self.version, np.int32)
+            rows["actor"] = np.full(live.size, self.actor, np.int16)
             self.pending.append(rows)
             self.recorded[live] += 1
         self.moves.append((self.serial[live], action[live]))

@@ -8,6 +8,7 @@ import math
 import numpy as np
 import torch
 
+from stapel_rl.models.fused import bf16_native
 from stapel_rl.models.network import PolicyValueNet, masked_log_softmax
 from stapel_rl.train.replay import TrainingBatch
 
@@ -23,6 +24,9 @@ class OptimConfig:
     lr_min_factor: final learning rate as a fraction of ``lr``.
     points_weight: weight of the auxiliary points loss (Variant II).
     points_scale: the points difference is divided by this before the loss.
+    precision: "fp32", or "bf16" (the forward pass under bf16 autocast: weights,
+        gradients and the optimizer stay fp32), or "auto" (bf16 where the device
+        computes it natively).
     """
 
     lr: float = 2e-3
@@ -33,6 +37,7 @@ class OptimConfig:
     lr_min_factor: float = 0.1
     points_weight: float = 0.25
     points_scale: float = 10.0
+    precision: str = "fp32"
 
 
 def lr_factor(step: int, config: OptimConfig) -> float:
@@ -47,6 +52,16 @@ def lr_factor(step: int, config: OptimConfig) -> float:
     return warm * cosine
 
 
+def training_precision(precision: str, device: torch.device) -> str:
+    """"fp32" or "bf16" for training on ``device`` ("auto": bf16 where native). No fp16: it would need
+    loss scaling, and bf16 keeps fp32's exponent range."""
+    if precision not in ("auto", "fp32", "bf16"):
+        raise ValueError(f"training precision must be 'auto', 'fp32' or 'bf16', got {precision!r}")
+    if precision == "auto":
+        return "bf16" if bf16_native(torch.device(device)) else "fp32"
+    return precision
+
+
 class Trainer:
     """Owns the optimizer and the learning-rate schedule of one network."""
 
@@ -55,6 +70,7 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(s, config))
         self.steps = 0
+        self.precision = training_precision(config.precision, device)
 
     def step(self, batch: TrainingBatch) -> "dict[str, float]":
         """One gradient step; returns the losses and diagnostics of the batch."""
@@ -62,7 +78,10 @@ class Trainer:
         obs = t(batch.obs).contiguous(memory_format=torch.channels_last)
         mask, target, z = t(batch.mask), t(batch.policy), t(batch.value)
         self.net.train()
-        logits, value, points = self.net(obs)
+        with torch.autocast(self.device.type, torch.bfloat16, enabled=self.precision == "bf16"):
+            logits, value, points = self.net(obs)
+        logits, value = logits.float(), value.float()
+        points = None if points is None else points.float()
         log_p = masked_log_softmax(logits, mask)
         policy_loss = -(target * log_p).sum(dim=1).mean()
         value_loss = torch.mean((value - z) ** 2)

@@ -23,6 +23,7 @@ import traceback
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.mcts import SearchConfig
 from stapel_rl.train.replay import Positions
 from stapel_rl.train.selfplay import GameRecord, SelfPlayConfig
@@ -38,6 +39,7 @@ class WorkerSpec:
         precision: inference precision ("auto", "bf16", "fp32").
         search: the search configuration; ``selfplay`` the self-play one.
         seed: entropy of the worker's random stream (run seed, worker index, first iteration).
+        device: where the worker runs its network ("cuda" when the run trains on a GPU).
     """
 
     variant: str
@@ -47,6 +49,7 @@ class WorkerSpec:
     search: SearchConfig
     selfplay: SelfPlayConfig
     seed: "tuple[int, ...]"
+    device: str = "cpu"
 
 
 @dataclasses.dataclass
@@ -57,40 +60,71 @@ class Batch:
         positions: the recorded positions of finished games, all workers.
         games: the finished games.
         network_seconds, seconds: time in the network and in ``play``, summed over workers.
+        per_worker: each worker's positions and seconds of play.
     """
 
     positions: Positions
     games: "list[GameRecord]"
     network_seconds: float
     seconds: float
+    per_worker: "list[tuple[int, float]]" = dataclasses.field(default_factory=list)  # (positions, seconds) each
+
+    @staticmethod
+    def join(answers: "list[tuple]") -> "Batch":
+        """One batch from the workers' ``WorkerPlay.play`` answers."""
+        parts = [Positions(arrays) for arrays, *_ in answers]
+        return Batch(Positions.concatenate(parts), [g for _, games, *_ in answers for g in games],
+                     sum(a[2] for a in answers), sum(a[3] for a in answers),
+                     [(len(p), a[3]) for p, a in zip(parts, answers)])
 
 
-def _serve(connection, spec: WorkerSpec) -> None:
-    """A worker's loop: ``(weights, n)`` -> play ``n`` positions with them -> send the batch back."""
-    import torch
+class WorkerPlay:
+    """One self-play worker's state: its network copy, evaluator and ``SelfPlay`` (processes and Ray actors)."""
 
-    from stapel_rl.env import get_variant
-    from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-    from stapel_rl.train.selfplay import SelfPlay
+    def __init__(self, spec: WorkerSpec, index: int, threads: int = 1) -> None:
+        import torch
 
-    torch.set_num_threads(1)  # one core each: N workers and the learner share the machine
-    try:
-        net = PolicyValueNet(NetworkConfig(**spec.model_config))
-        evaluator = NetworkEvaluator(net, device="cpu", precision=spec.precision)
+        from stapel_rl.env import get_variant
+        from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
+        from stapel_rl.train.selfplay import SelfPlay
+
+        tune_malloc()  # a process of its own (worker or Ray actor): its allocator, tuned as the CLIs do
+        torch.set_num_threads(threads)  # N workers and the learner share the machine
+        self.net = PolicyValueNet(NetworkConfig(**spec.model_config))
+        self.evaluator = NetworkEvaluator(self.net, device=spec.device, precision=spec.precision)
         variant = get_variant(spec.variant).with_ply_cap(spec.ply_cap)
-        selfplay = SelfPlay(variant, evaluator, spec.search, spec.selfplay, np.random.default_rng(list(spec.seed)))
+        rng = np.random.default_rng(list(spec.seed))
+        self.selfplay = SelfPlay(variant, self.evaluator, spec.search, spec.selfplay, rng)
+        self.selfplay.actor = index
+
+    def play(self, weights: "dict[str, np.ndarray]", version: int, count: int) -> tuple:
+        """Play ``count`` positions with ``weights``: ``(arrays, games, network seconds, seconds)``."""
+        import torch
+
+        self.net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
+        self.selfplay.version = version
+        self.evaluator.reset_stats()
+        start = time.perf_counter()
+        positions = self.selfplay.play(count)
+        return (positions.arrays, self.selfplay.take_finished_games(), self.evaluator.seconds,
+                time.perf_counter() - start)
+
+
+def _serve(connection, spec: WorkerSpec, index: int) -> None:
+    """A worker's loop: ``(weights, version, n)`` -> play ``n`` positions with them -> send the batch back."""
+    try:
+        worker = WorkerPlay(spec, index)
         while (request := connection.recv()) is not None:
-            weights, count = request
-            net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
-            evaluator.reset_stats()
-            start = time.perf_counter()
-            positions = selfplay.play(count)
-            connection.send(("ok", positions.arrays, selfplay.take_finished_games(), evaluator.seconds,
-                             time.perf_counter() - start))
+            connection.send(("ok", *worker.play(*request)))
     except KeyboardInterrupt:
         pass
     except BaseException:  # report it: the learner raises it with the worker's traceback
         connection.send(("error", traceback.format_exc()))
+
+
+def share(positions: int, workers: int) -> int:
+    """Positions each of ``workers`` plays for a request of ``positions`` (at least one)."""
+    return max(1, -(-positions // workers))
 
 
 class SelfPlayWorkers:
@@ -102,23 +136,25 @@ class SelfPlayWorkers:
         self.connections, self.processes = [], []
         for index, spec in enumerate(specs):
             parent, child = context.Pipe()
-            process = context.Process(target=_serve, args=(child, spec), name=f"stapel-selfplay-{index}", daemon=True)
+            process = context.Process(target=_serve, args=(child, spec, index), name=f"stapel-selfplay-{index}", daemon=True)
             process.start()
             child.close()
             self.connections.append(parent)
             self.processes.append(process)
         self.pending = False
 
-    def request(self, weights: "dict[str, np.ndarray]", positions: int) -> None:
-        """Ask every worker for ``positions / N`` positions (at least one) played with ``weights``."""
-        share = max(1, -(-positions // len(self.connections)))
+    def pids(self) -> "list[int]":
+        return [process.pid for process in self.processes]
+
+    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0) -> None:
+        """Ask every worker for ``positions / N`` positions played with ``weights`` (of iteration ``version``)."""
         for connection in self.connections:
-            connection.send((weights, share))
+            connection.send((weights, version, share(positions, len(self.connections))))
         self.pending = True
 
     def collect(self) -> Batch:
         """Wait for every worker's answer to the last request."""
-        parts, games, network, seconds = [], [], 0.0, 0.0
+        answers = []
         for index, (connection, process) in enumerate(zip(self.connections, self.processes)):
             while not connection.poll(1.0):
                 if not process.is_alive():
@@ -126,13 +162,9 @@ class SelfPlayWorkers:
             message = connection.recv()
             if message[0] == "error":
                 raise RuntimeError(f"self-play worker {index} failed:\n{message[1]}")
-            _, arrays, worker_games, worker_network, worker_seconds = message
-            parts.append(Positions(arrays))
-            games += worker_games
-            network += worker_network
-            seconds += worker_seconds
+            answers.append(message[1:])
         self.pending = False
-        return Batch(Positions.concatenate(parts), games, network, seconds)
+        return Batch.join(answers)
 
     def close(self) -> None:
         """Stop the workers; positions of a request still being played are dropped."""
