@@ -20,6 +20,7 @@ import functools
 import pathlib
 import threading
 
+from stapel_rl import bundled
 from stapel_rl.eval.agents import Agent, make_agent
 
 BASELINES = ("random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4")
@@ -28,10 +29,8 @@ DEFAULT_SIMULATIONS = 64
 #: Bounds a client may ask for: a search of more simulations would hold a worker thread for minutes.
 MAX_SIMULATIONS = 1024
 ALGORITHMS = ("puct", "gumbel")
-#: The committed agents: inside the package where it ships them (stapel_rl/checkpoints, in a checkout a
-#: link to the top-level checkpoints/), else the checkout's top-level directory.
-_PACKAGED = pathlib.Path(__file__).resolve().parents[1] / "checkpoints"
-COMMITTED_DIR = _PACKAGED if _PACKAGED.is_dir() else pathlib.Path(__file__).resolve().parents[2] / "checkpoints"
+#: The committed agents, where the package ships them (stapel_rl.bundled).
+COMMITTED_DIR = bundled.CHECKPOINT_DIR
 #: Most checkpoint files one ``--checkpoints`` directory contributes (a runs/ tree can hold hundreds).
 MAX_FILES_PER_DIR = 200
 #: Largest checkpoint file read just to learn its variant for the agent list.
