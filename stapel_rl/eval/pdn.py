@@ -84,22 +84,41 @@ def _wrap(text: str, width: int = 78) -> str:
     return "\n".join(lines + [line])
 
 
+def split_games(text: str) -> "list[tuple[dict[str, str], str]]":
+    """The games of PDN ``text``, each as its tags and its own text, not replayed.
+
+    A game is its tag lines and the move lines after them. Replaying every
+    game of a tournament's ``games.pdn`` takes seconds; the web board's replay
+    view replays only the game shown.
+    """
+    games: "list[tuple[dict[str, str], str]]" = []
+    tags: "dict[str, str]" = {}
+    lines: "list[str]" = []
+    in_body = False
+    for line in text.splitlines():
+        tag = _TAG.match(line.strip())
+        if tag and in_body:
+            games.append((tags, "\n".join(lines)))
+            tags, lines, in_body = {}, [], False
+        if tag:
+            tags[tag.group(1)] = tag.group(2)
+        elif line.strip():
+            in_body = True
+        lines.append(line)
+    if in_body:
+        games.append((tags, "\n".join(lines)))
+    return games
+
+
 def read_games(text: str) -> "list[dict]":
     """Parse PDN games and replay them: each as ``{"tags", "moves", "fens", "result"}``.
 
     Raises ``ValueError`` naming the game and move number of a malformed or illegal move.
     """
-    games, tags, body = [], {}, []
-    for line in text.splitlines() + ["[End \"\"]"]:
-        m = _TAG.match(line.strip())
-        if m and body:
-            games.append(_replay(tags, " ".join(body), len(games) + 1))
-            tags, body = {}, []
-        if m:
-            if m.group(1) != "End":
-                tags[m.group(1)] = m.group(2)
-        elif line.strip():
-            body.append(line.strip())
+    games = []
+    for number, (tags, game_text) in enumerate(split_games(text), start=1):
+        body = [line.strip() for line in game_text.splitlines() if line.strip() and not _TAG.match(line.strip())]
+        games.append(_replay({k: v for k, v in tags.items() if k != "End"}, " ".join(body), number))
     return games
 
 

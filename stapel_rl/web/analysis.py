@@ -8,7 +8,6 @@ and a PDN file is replayed by ``stapel_rl.eval.pdn.read_games``.
 from __future__ import annotations
 
 import dataclasses
-import re
 
 import numpy as np
 
@@ -16,14 +15,13 @@ from stapel_rl.env import engine, expand_full_moves, take
 from stapel_rl.env.notation import move_text
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import Agent
-from stapel_rl.eval.pdn import read_games
+from stapel_rl.eval.pdn import read_games, split_games
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.web.games import COLOURS, board, squares_of
 
 #: Most root moves an analysis lists (the page draws an arrow for each).
 MAX_TOP = 20
 #: A PDN tag line, ``[White "random"]`` (as stapel_rl.eval.pdn reads them).
-_TAG = re.compile(r'^\[(\w+)\s+"(.*)"\]\s*$')
 
 
 class AnalysisError(ValueError):
@@ -94,32 +92,6 @@ def analyse(agent: Agent, fen: str, variant: str, simulations: int, top: int = 5
         "value_white": round(value if mover == 0 else -value, 4),
         "moves": listed,
     }
-
-
-def split_games(text: str) -> "list[tuple[dict[str, str], str]]":
-    """The games of PDN ``text``, each as its tags and its own text, not replayed.
-
-    ``read_games`` replays every game of a file, which takes seconds for a
-    tournament's ``games.pdn``; the replay view replays only the game shown.
-    A game is its tag lines and the move lines after them, as ``read_games`` reads it.
-    """
-    games: "list[tuple[dict[str, str], str]]" = []
-    tags: "dict[str, str]" = {}
-    lines: "list[str]" = []
-    in_body = False
-    for line in text.splitlines():
-        tag = _TAG.match(line.strip())
-        if tag and in_body:
-            games.append((tags, "\n".join(lines)))
-            tags, lines, in_body = {}, [], False
-        if tag:
-            tags[tag.group(1)] = tag.group(2)
-        elif line.strip():
-            in_body = True
-        lines.append(line)
-    if in_body:
-        games.append((tags, "\n".join(lines)))
-    return games
 
 
 def replay(text: str, index: int = 0) -> dict:
