@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
+from stapel_rl.env.engine import play_forced
+from stapel_rl.mcts.tree import read_states
 from stapel_rl.mcts import SearchConfig, allocate, gumbel, halving, search, subtree
 from stapel_rl.models.evaluator import Evaluation, UniformEvaluator
 
@@ -141,11 +143,21 @@ def check_tree(tree):
         assert tree.legal[b, parent, act].all(), "an illegal action was expanded"
         assert (tree.children_index[b, parent, act] == nodes).all()
         assert (tree.children_index[b, :used] >= 0).sum() == used - 1
-        # The stored player is the engine's, and it stays only while a capture goes on.
+        # Each child holds the engine's position after its action, and with skip_forced (no
+        # forced node below the root) after the forced actions that follow it too.
+        if used > 1:
+            skipped = not (tree.forced[b, 1:used] >= 0).any()
+            after = step(read_states(tree, np.full(used - 1, b), parent), act.astype(np.int64))
+            if skipped:
+                after, _ = play_forced(after)
+            child = read_states(tree, np.full(used - 1, b), nodes)
+            for name in ("height", "colours", "current_player", "capturing", "ply", "terminated"):
+                np.testing.assert_array_equal(getattr(child, name), getattr(after, name), err_msg=name)
+        # The stored player is the engine's; without skipping it stays only while a capture goes on.
         np.testing.assert_array_equal(tree.player[b, :used], tree.states.current_player[b, :used])
         same = tree.player[b, parent] == tree.player[b, nodes]
-        mid_capture = tree.states.capturing[b, nodes] >= 0
-        np.testing.assert_array_equal(same, mid_capture)
+        if used > 1 and not skipped:
+            np.testing.assert_array_equal(same, tree.states.capturing[b, nodes] >= 0)
         # Edge statistics mirror the child's, with the sign of the parent's view.
         np.testing.assert_array_equal(tree.children_visits[b, parent, act], tree.node_visits[b, nodes])
         sign = np.where(same, 1.0, -1.0)
@@ -309,7 +321,7 @@ def test_forced_multi_leap_values_keep_the_capturing_players_view(algorithm, fli
         assert t.current_player[0] == (me if i < 2 else 1 - me)
     assert t.terminated[0] and t.rewards[0, me] == 1
 
-    out = run(s, algorithm, 100)
+    out = run(s, algorithm, 100, skip_forced=False)  # every leap a node: the sign logic under test
     tree = out.tree
     check_tree(tree)
     assert out.action[0] == leaps[0]
@@ -320,6 +332,26 @@ def test_forced_multi_leap_values_keep_the_capturing_players_view(algorithm, fli
     assert tree.node_values[0, mid2] > 0.9
     assert tree.node_values[0, mid1] > 0.9
     assert tree.children_values[0, root, leaps[0]] > 0.9
+    assert out.root_value[0] > 0.9
+
+
+@pytest.mark.parametrize("flip", [False, True], ids=["white", "black"])
+@pytest.mark.parametrize("algorithm", ALGORITHMS)
+def test_skip_forced_makes_the_whole_capture_one_node(algorithm, flip):
+    # The same three-leap capture with skip_forced (the default): the root's only
+    # child already holds the position after 32x23x12x1, over, Black to move and lost.
+    s, m = position(*THREE_LEAPS, flip)
+    me = int(s.current_player[0])
+    leaps = [m(a) for a in THREE_LEAP_ACTIONS]
+    out = run(s, algorithm, 10)
+    tree = out.tree
+    check_tree(tree)
+    assert out.action[0] == leaps[0]
+    assert tree.num_nodes[0] == 2  # root and the end of the capture: no mid-capture nodes
+    end = tree.children_index[0, 0, leaps[0]]
+    assert tree.player[0, end] == 1 - me and tree.terminal[0, end]
+    assert tree.states.height[0, end].sum() == 4 and tree.states.ply[0, end] == 1
+    assert tree.node_values[0, end] == -1.0
     assert out.root_value[0] > 0.9
 
 
@@ -370,7 +402,7 @@ def test_multi_leap_choice_backs_up_without_flipping_mid_capture(algorithm, flip
     s, m = position(*TWO_CAPTURES, flip)
     me = int(s.current_player[0])
     win, lose = [m(a) for a in TWO_CAPTURES_WIN], [m(a) for a in TWO_CAPTURES_LOSE]
-    out = run(s, algorithm, 200)
+    out = run(s, algorithm, 200, skip_forced=False)  # mid-capture nodes under test
     tree = out.tree
     check_tree(tree)
     assert out.action[0] == win[0]

@@ -17,8 +17,10 @@ from stapel_rl.env import (
     init,
     legal_moves,
     step,
+    take,
     to_fens,
 )
+from stapel_rl.env.engine import play_forced
 
 
 def fen(side, stacks=None):
@@ -389,6 +391,34 @@ def test_multi_leap_through_step():
     assert to_fens(s) == [fen("B", after)]
     expected = sorted([action(19, DL), action(19, DR), action(27, DL), action(27, DR)])
     assert np.flatnonzero(s.legal_action_mask[0]).tolist() == expected
+
+
+# play_forced: the engine plays on through forced actions (not a rules clause,
+# but the search and self-play rely on it). Game 0 is the three-leap capture
+# above after its first leap (one continuation left: 23x12x1 takes the most);
+# game 1 is the start position after 31-26, where Black has 9 moves.
+def test_play_forced_stops_at_the_next_decision_point():
+    s = from_fens([fen("W", {32: "w", 27: "b", 28: "b", 19: "b", 18: "b", 7: "b"}),
+                   to_fens(init(VARIANT_I))[0]], VARIANT_I)
+    s = step(s, np.array([action(32, UR), action(31, UL)]))
+    after, played = play_forced(s)
+    assert [(g.tolist(), a.tolist()) for g, a in played] == [([0], [action(23, UL)]), ([0], [action(12, UL)])]
+    assert to_fens(after) == [fen("B", {1: "wbbb", 19: "b", 27: "b"}), to_fens(take(s, [1]))[0]]
+    assert after.ply.tolist() == [1, 1] and s.capturing[0] == 23 - 1  # the input is not changed
+
+
+#        a   b   c   d   e   f   g   h   i   j
+#   2      41      42      43      44      45
+#   1  w       47      48      b       50
+# White's only move is 46-41; then Black (49, moving towards row 1, nothing to
+# capture backwards) has none and loses.
+def test_play_forced_plays_only_moves_and_stops_at_the_end_of_a_game():
+    s = from_fens([fen("W", {46: "w", 49: "b"})], VARIANT_I)
+    assert np.flatnonzero(s.legal_action_mask[0]).tolist() == [action(46, UR)]
+    after, played = play_forced(s)
+    assert [(g.tolist(), a.tolist()) for g, a in played] == [([0], [action(46, UR)])]
+    assert after.terminated[0] and after.rewards[0].tolist() == [1.0, -1.0]
+    assert to_fens(after) == [fen("B", {41: "w", 49: "b"})]
 
 
 # Errors: malformed text and illegal moves raise ValueError saying why.

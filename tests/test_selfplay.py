@@ -1,4 +1,4 @@
-"""Self-play records: every position of every finished game, joined to that game's result."""
+"""Self-play records: every decision point of every finished game, joined to that game's result."""
 
 import numpy as np
 import pytest
@@ -12,10 +12,12 @@ from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
 
 
 def replay_game(variant, actions):
-    """The decision states of a game replayed from its actions, and the final state."""
+    """The decision states of a game replayed from its actions (positions with more than one
+    legal action: forced ones are played unsearched and not recorded), and the final state."""
     state, states = engine.init(variant, 1), []
     for a in actions:
-        states.append(state)
+        if state.legal_action_mask.sum() > 1:
+            states.append(state)
         state = engine.step(state, np.array([a]))
     return states, state
 
@@ -66,10 +68,11 @@ def test_unfinished_games_stay_pending_and_arrive_later():
     first = selfplay.play(1)
     games = selfplay.take_finished_games()
     pending = sum(len(p["serial"]) for p in selfplay.pending)
-    assert len(first) == sum(len(g.actions) for g in games)  # one position per decision of each finished game
+    # One position per decision point of each finished game.
+    assert len(first) == sum(len(replay_game(variant, g.actions)[0]) for g in games)
     assert pending == int(selfplay.recorded.sum())  # the rest belongs to the games still running
     second = selfplay.play(1)
-    assert len(second) == sum(len(g.actions) for g in selfplay.take_finished_games())
+    assert len(second) == sum(len(replay_game(variant, g.actions)[0]) for g in selfplay.take_finished_games())
 
 
 def test_value_target_mixes_result_and_root_value_and_old_buffers_load():

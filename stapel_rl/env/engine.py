@@ -30,7 +30,7 @@ from stapel_rl.env.geometry import (
     shift,
     unshift,
 )
-from stapel_rl.env.state import ARRAY_FIELDS, State, take
+from stapel_rl.env.state import ARRAY_FIELDS, State, put, take
 from stapel_rl.env.variants import Variant, get_variant
 
 _ZERO = np.uint64(0)
@@ -299,6 +299,25 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     s.terminated = state.terminated.copy()
     s.truncated = state.truncated.copy()
     return _finish(s, ended_turn)
+
+
+def play_forced(state: State) -> "tuple[State, list[tuple[np.ndarray, np.ndarray]]]":
+    """Play each live game on while its side to move has exactly one legal action.
+
+    A forced action (the next leap of the only capture path, or the only
+    move) is no decision: searching it wastes simulations and recording it
+    teaches nothing. Returns the games at their next decision point (or over)
+    and the forced actions played, one ``(games [G], actions [G])`` pair per
+    round, in order. ``state`` itself is not changed.
+    """
+    played = []
+    while True:
+        forced = np.flatnonzero(~state.done & (state.legal_action_mask.sum(axis=1) == 1))
+        if not forced.size:
+            return state, played
+        actions = state.legal_action_mask[forced].argmax(axis=1)
+        state = put(state, forced, step(take(state, forced), actions, validate=False))
+        played.append((forced, actions))
 
 
 def reset_games(state: State, which: np.ndarray) -> State:

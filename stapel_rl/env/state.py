@@ -92,6 +92,16 @@ def take(state: State, index) -> State:
     return State(**{name: getattr(state, name)[index] for name in ARRAY_FIELDS}, variant=state.variant)
 
 
+def put(state: State, index: np.ndarray, games: State) -> State:
+    """A copy of ``state`` with the games ``index`` (``int [G]``) replaced by ``games`` (batch ``G``)."""
+    fields = {}
+    for name in ARRAY_FIELDS:
+        array = getattr(state, name).copy()
+        array[index] = getattr(games, name)
+        fields[name] = array
+    return State(**fields, variant=state.variant)
+
+
 def concatenate(states: "list[State]") -> State:
     """Games of several states (of one variant) as one batch."""
     variant = states[0].variant

@@ -8,7 +8,7 @@ games). Agents are named by short specs on the command line:
     greedy                      the full move that leaves it controlling the most
                                 men (Variant II: most points first), ties random
     alphabeta[:DEPTH][:q=N]     negamax with alpha-beta over full moves (default depth 2)
-    mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel]
+    mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]
                                 checkpoint + search, temperature 0; with time=, each
                                 decision searches that long (sims= then limits it)
     policy:PATH                 the checkpoint's raw policy, no search

@@ -1,6 +1,6 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
-Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel]`` and
+Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]`` and
 ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the
 agents shipped with the package (``stapel_rl.bundled``). Importing this module
 registers both with ``make_agent``.
@@ -124,10 +124,11 @@ def _number(options: "dict[str, str]", key: str, kind: type) -> "int | float | N
 
 def _mcts(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
-    unknown = set(options) - {"sims", "time", "algorithm"}
-    if unknown:
+    unknown = set(options) - {"sims", "time", "algorithm", "forced"}
+    if unknown or options.get("forced", "skip") not in ("skip", "search"):
         raise ValueError(
-            f"unknown mcts agent option(s) {sorted(unknown)}: use sims=N, time=SECONDS, algorithm=puct|gumbel"
+            f"unknown mcts agent option(s) {sorted(unknown) or [options['forced']]}: use sims=N, time=SECONDS, "
+            "algorithm=puct|gumbel, forced=skip|search"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
     evaluator, checkpoint = load_evaluator(path)
@@ -137,6 +138,8 @@ def _mcts(args: "list[str]") -> MCTSAgent:
         num_simulations=sims or (64 if seconds is None else UNLIMITED),
         algorithm=options.get("algorithm", search_defaults.get("algorithm", "puct")),
         c_puct=float(search_defaults.get("c_puct", 1.5)),
+        # skip: forced actions get no node of their own (SearchConfig.skip_forced); search: one node per leap.
+        skip_forced=options.get("forced", "skip") == "skip",
     )
     return MCTSAgent(evaluator, config, seconds=seconds)
 

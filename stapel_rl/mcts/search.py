@@ -35,6 +35,13 @@ class SearchConfig:
         and value), any other value keeps it (self-play exploration).
     max_considered: Gumbel: actions sampled at the root (sequential halving over them).
     c_visit, c_scale: Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q.
+    skip_forced: a new node holds the next decision point: the engine plays
+        on through forced actions (``engine.play_forced``: the later leaps of
+        the only capture path, an only move) without a node or an evaluator
+        call for each. A capture chain then costs one simulation, not one per
+        leap, and the tree sees further. Pair it with a self-play or agent
+        loop that plays forced actions itself, so roots are decision points
+        (a forced root still works: its one child is searched).
     """
 
     num_simulations: int = 64
@@ -46,6 +53,7 @@ class SearchConfig:
     max_considered: int = 16
     c_visit: float = 50.0
     c_scale: float = 0.1
+    skip_forced: bool = True
 
     def __post_init__(self):
         if self.algorithm not in ("puct", "gumbel"):
@@ -88,14 +96,20 @@ def _expand(
     actions: np.ndarray,
     evaluator: Evaluator,
     interior: "gumbel.Interior | None" = None,
+    skip_forced: bool = False,
 ) -> np.ndarray:
-    """Create the children reached by ``actions``, evaluate them in one call; their node indices."""
+    """Create the children reached by ``actions``, evaluate them in one call; their node indices.
+
+    With ``skip_forced`` a child holds the position after the forced actions that follow its action.
+    """
     new = tree.num_nodes[games]
     if (new >= tree.capacity).any():
         raise RuntimeError("search tree is full: allocate more nodes than simulations")
     tree.num_nodes[games] = new + 1
     new = new.astype(np.int64)
     states = engine.step(read_states(tree, games, parents), actions, validate=False)
+    if skip_forced:
+        states, _ = engine.play_forced(states)
     forced = write_states(tree, games, new, states)
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
@@ -252,7 +266,7 @@ def _simulate(
             order = leaf[games[leaf].argsort()]  # the games in order, as the evaluator always saw them
             expanding = games[order]
             parents = nodes[order] - expanding * capacity
-            new = _expand(tree, expanding, parents, actions[order], evaluator, interior)
+            new = _expand(tree, expanding, parents, actions[order], evaluator, interior, config.skip_forced)
             final[expanding] = expanding * capacity + new
         _backup(tree, final, games, nodes, actions)
     else:

@@ -31,7 +31,7 @@ class ModelConfig:
 @dataclasses.dataclass
 class MCTSConfig:
     algorithm: str = "puct"  # "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero, good with few simulations)
-    num_simulations: int = 32  # simulations per decision (each plain move or leap) in self-play
+    num_simulations: int = 32  # simulations per decision (a move or leap with a choice) in self-play
     c_puct: float = 1.5  # PUCT exploration constant
     dirichlet_alpha: float = 0.3  # root Dirichlet noise concentration (PUCT)
     dirichlet_fraction: float = 0.25  # weight of the root noise; 0 disables it
@@ -42,6 +42,7 @@ class MCTSConfig:
     fast_simulations: int = 0  # playout-cap randomisation: simulations of fast (unrecorded) searches; 0 = off
     full_search_prob: float = 0.25  # with fast_simulations > 0: share of decisions given the full search
     reuse_tree: bool = True  # keep the chosen subtree for the next decision
+    skip_forced: bool = True  # play forced actions (later leaps of the only capture, an only move) unsearched
 
 
 @dataclasses.dataclass

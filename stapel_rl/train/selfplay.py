@@ -1,8 +1,10 @@
 """Self-play: many games at once through the batched search, recorded for training.
 
-Every decision point (each plain move and each leap of a capture) is searched
-for all live games together; the search tree's chosen subtree is kept for the
-next decision. Finished games are written out with their final result and
+Every decision point (each plain move and each leap of a capture with a
+choice) is searched for all live games together; forced actions (the only
+move, the next leap of the only capture path) are played without a search
+and are not recorded (``SearchConfig.skip_forced``). The search tree's chosen
+subtree is kept for the next decision. Finished games are written out with their final result and
 restarted at once, so the batch stays full.
 """
 
@@ -120,6 +122,10 @@ class SelfPlay:
             self.recorded[live] += 1
         self.moves.append((self.serial[live], action[live]))
         new_state = engine.step(state, action)  # no game was over before: finished ones restart below
+        if search_config.skip_forced:
+            # The search's children hold the next decision point, so the kept subtree's root matches.
+            new_state, forced = engine.play_forced(new_state)
+            self.moves.extend((self.serial[g], a) for g, a in forced)
         restarted = engine.reset_games(new_state, new_state.done)
         fresh = new_state.done if cfg.reuse_tree else np.ones(state.batch_size, bool)
         self.tree, _ = subtree(out.tree, action, restarted, self.capacity, self.search_config.num_simulations + 1,
