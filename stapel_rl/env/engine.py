@@ -30,7 +30,7 @@ from stapel_rl.env.geometry import (
     shift,
     unshift,
 )
-from stapel_rl.env.state import ARRAY_FIELDS, State, put, take
+from stapel_rl.env.state import ARRAY_FIELDS, State, concatenate, put, take
 from stapel_rl.env.variants import Variant, get_variant
 
 _ZERO = np.uint64(0)
@@ -311,13 +311,21 @@ def play_forced(state: State) -> "tuple[State, list[tuple[np.ndarray, np.ndarray
     round, in order. ``state`` itself is not changed.
     """
     played = []
-    while True:
-        forced = np.flatnonzero(~state.done & (state.legal_action_mask.sum(axis=1) == 1))
-        if not forced.size:
-            return state, played
-        actions = state.legal_action_mask[forced].argmax(axis=1)
-        state = put(state, forced, step(take(state, forced), actions, validate=False))
-        played.append((forced, actions))
+    index = np.flatnonzero(~state.done & (state.legal_action_mask.sum(axis=1) == 1))
+    if not index.size:
+        return state, played
+    games = take(state, index)  # the games still on a forced action, and their rows in ``state``
+    settled_index, settled = [], []
+    while index.size:
+        actions = games.legal_action_mask.argmax(axis=1)
+        games = step(games, actions, validate=False)
+        played.append((index, actions))
+        more = ~games.done & (games.legal_action_mask.sum(axis=1) == 1)
+        if not more.all():
+            settled_index.append(index[~more])
+            settled.append(take(games, ~more))
+            index, games = index[more], take(games, more)
+    return put(state, np.concatenate(settled_index), concatenate(settled)), played
 
 
 def reset_games(state: State, which: np.ndarray) -> State:
