@@ -24,6 +24,7 @@ from typing import Callable
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import engine
 from stapel_rl.env.observation import canonical_mask, encode
 from stapel_rl.env.sampling import random_legal_actions
@@ -46,6 +47,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--variant", default="I")
     args = parser.parse_args()
+    tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     n = args.num_envs
     rng = np.random.default_rng(0)
     box = {"state": engine.init(args.variant, n)}

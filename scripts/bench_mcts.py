@@ -22,6 +22,7 @@ import time
 import numpy as np
 import torch
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import State
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import SearchConfig, search
@@ -49,6 +50,7 @@ def main() -> None:
     parser.add_argument("--net-sims", type=int, default=32, help="simulations per search with the network")
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
     args = parser.parse_args()
+    tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     repeats = 1 if args.quick else 3
     rng = np.random.default_rng(0)
     print(f"MCTS benchmark | torch {torch.__version__}, {torch.get_num_threads()} threads | numpy {np.__version__}")

@@ -30,6 +30,7 @@ import time
 import numpy as np
 import torch
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.models import PRESETS, NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.accuracy import compare
@@ -88,6 +89,7 @@ def main() -> None:
     parser.add_argument("--checkpoint", default=None,
                         help="trained network of the default config's size and layout, for the accuracy check")
     args = parser.parse_args()
+    tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     torch.set_num_threads(args.threads)
     state = random_positions("I", args.batch, 30, np.random.default_rng(0))
     fast_precision = NetworkEvaluator(PolicyValueNet("tiny"), "cpu").precision

@@ -32,6 +32,7 @@ from omegaconf import OmegaConf
 
 import stapel_rl.env.engine as engine_module
 import stapel_rl.train.selfplay as selfplay_module
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.train.app import CONFIG_DIR, make_selfplay_config, search_config
@@ -113,6 +114,7 @@ def main() -> None:
     parser.add_argument("--compare-fp32", action="store_true", help="also profile with the network in fp32")
     parser.add_argument("--checkpoint", default=None, help="trained weights for the configured network")
     args = parser.parse_args()
+    tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=args.overrides)
     if cfg.train.threads:

@@ -231,3 +231,30 @@ def test_truncated_games_score_zero_not_a_loss():
     assert choices(AlphaBetaAgent(2), state, seeds=range(12)) == {action(33, UL), action(33, UR)}
     # A win still beats a truncation.
     assert choices(AlphaBetaAgent(2), from_fens([WIN_IN_ONE], capped)) == {action(32, UR)}
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+@pytest.mark.parametrize("depth, q", [(1, 0), (1, 2), (2, 2), (3, 1)])
+def test_full_width_search_chooses_as_alpha_beta_pruning_does(variant, depth, q):
+    # The reference is the one-game pruning search the agent used before; the batched
+    # full-width values must give the same best moves, so the same draws pick the same action.
+    from reference_alphabeta import ReferenceAlphaBeta
+
+    rng = np.random.default_rng(7 + depth)
+    state, _ = random_positions(variant, rng, games=4, snapshots=(4, 20, 45), mid_captures=2)
+    live = np.flatnonzero(~state.done)
+    agent, reference = AlphaBetaAgent(depth, quiescence=q), ReferenceAlphaBeta(depth, quiescence=q)
+    moves, values = agent.root_values(take(state, live))
+    for j, g in enumerate(live):
+        first, bounds = reference.root(take(state, [g]))
+        mine = values[moves.parent == j]
+        if (first != first[0]).any():
+            best = bounds.max()
+            assert mine.max() == pytest.approx(best, abs=1e-9)
+            np.testing.assert_array_equal(mine > best - 1e-6, bounds > best - 1e-6)  # the same ties
+            exact = bounds > best - 1e-6
+            np.testing.assert_allclose(mine[exact], bounds[exact], atol=1e-9)
+            assert (mine[~exact] <= bounds[~exact] + 1e-9).all()  # pruned moves: the bound holds
+    for seed in range(3):
+        np.testing.assert_array_equal(agent(state, np.random.default_rng(seed)),
+                                      reference(state, np.random.default_rng(seed)))

@@ -1,4 +1,4 @@
-"""A classical baseline: negamax with alpha-beta pruning over full moves.
+"""A classical baseline: negamax over full moves on a static evaluation.
 
 Spec ``alphabeta[:DEPTH][:q=N]`` (default depth 2, q=2), e.g. ``alphabeta:4``.
 
@@ -6,10 +6,8 @@ Search
     One node is one position at the start of a turn (or, at the root only, a
     position in the middle of a capture). Its children are the positions after
     each legal *full* move (a whole multi-leap capture is one move), made by
-    ONE call of :func:`~stapel_rl.env.notation.expand_full_moves`, which is
-    batched over the node's moves. ``depth`` counts full moves (plies). The
-    children of a node are evaluated statically in one batch as they come; at
-    the last ply those values are the leaves.
+    :func:`~stapel_rl.env.notation.expand_full_moves`. ``depth`` counts full
+    moves (plies); at the last ply the children's static values are the leaves.
 
     Capture extension (a small quiescence search): a leaf whose side to move
     must capture is not judged statically (the capture is forced and about
@@ -18,11 +16,15 @@ Search
     search happily offers men to the opponent, since a forced capture shows
     as low mobility; with it depth 1 beats random play.
 
-    Move order: captures first, longer ones first (with the maximum capture
-    rule all moves of a node are captures of one length or all are plain
-    moves, so this rarely decides), then by the static value of the child
-    from the mover's view, best first. Terminal and truncated children are
-    exact and never expanded.
+    The values are those of negamax with alpha-beta pruning (the name), but
+    they are computed full width, level by level, for a batch of games at
+    once: each level is one ``expand_full_moves`` and one evaluation over all
+    its nodes, then the values are backed up with a maximum per node. That
+    visits more positions than pruning would, in a handful of numpy batches
+    instead of a Python call per position: several times faster here, most
+    at depth 2 (``tests/reference_alphabeta.py`` keeps the pruning search and
+    the tests check that both choose alike). Terminal and truncated children
+    are exact and never expanded.
 
     Called in the middle of a capture the agent searches the remaining
     continuations (``expand_full_moves`` from that state lists them) and
@@ -54,16 +56,15 @@ Static evaluation, from the view of the side to move (negamax)
     truncated at the ply cap scores 0 (it is reported as neither a win nor a
     loss).
 
-Ties among equally good root moves are broken at random with the ``rng``
-passed to the agent: after the first move, each root move is searched with
-a window just below the best value so far, so every move as good as the
-best gets its exact value.
+Ties among equally good root moves (values within ``TOLERANCE``) are broken
+at random with the ``rng`` passed to the agent, one draw per game that has a
+choice, in game order.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
+import itertools
 
 import numpy as np
 
@@ -125,17 +126,9 @@ def must_capture(state: State) -> np.ndarray:
     return (state.legal_action_mask & occupied_over).any(axis=1)
 
 
-def _capture_lengths(node: State, moves: FullMoves) -> np.ndarray:
-    """``int [M]`` leaps in each move (0 for a plain move)."""
-    first = moves.actions[:, 0]
-    over = NEIGHBOR[first // 4, first % 4]
-    is_capture = node.height[moves.parent, over] > 0
-    return np.where(is_capture, (moves.actions >= 0).sum(axis=1), 0)
-
-
 @dataclasses.dataclass
 class AlphaBetaAgent:
-    """Negamax alpha-beta to ``depth`` full moves with the static evaluation above.
+    """Negamax to ``depth`` full moves with the static evaluation above, for many games at once.
 
     Attributes:
         depth: plies (full moves) searched, at least 1.
@@ -143,7 +136,9 @@ class AlphaBetaAgent:
             evaluation weights (module docstring; the last two Variant II only).
         quiescence: extra plies searched along a line while the side to move
             at a leaf must capture (0: none).
-        nodes: positions expanded by the last decision (diagnostics).
+        games_per_batch: games searched together; deeper searches take fewer
+            (``None``: 64 at depth 1-2, 8 at depth 3, 1 deeper) to bound memory.
+        nodes: positions expanded by the last call (diagnostics).
     """
 
     depth: int = 2
@@ -152,6 +147,7 @@ class AlphaBetaAgent:
     points_weight: float = 2.0
     advance_weight: float = 1.0
     quiescence: int = 2
+    games_per_batch: "int | None" = None
     name: str = "alphabeta"
     nodes: int = dataclasses.field(default=0, init=False, repr=False)
 
@@ -163,9 +159,23 @@ class AlphaBetaAgent:
         self.depth, self.quiescence = int(self.depth), int(self.quiescence)
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
+        """The first action of the best full move of every live game; ties drawn with ``rng``, game by game."""
         actions = np.zeros(state.batch_size, np.int64)
-        for g in np.flatnonzero(~state.done):
-            actions[g] = self.choose(take(state, [g]), rng)
+        live = np.flatnonzero(~state.done)
+        chunk = self.games_per_batch or (64 if self.depth <= 2 else 8 if self.depth == 3 else 1)
+        self.nodes = 0
+        for start in range(0, live.size, chunk):
+            games = live[start:start + chunk]
+            moves, values = self.root_values(take(state, games))
+            bounds = np.searchsorted(moves.parent, np.arange(games.size + 1))
+            for j, g in enumerate(games):
+                first = moves.actions[bounds[j]:bounds[j + 1], 0]
+                if (first == first[0]).all():  # one choice of next step: nothing to decide
+                    actions[g] = first[0]
+                    continue
+                mine = values[bounds[j]:bounds[j + 1]]
+                ties = np.flatnonzero(mine > mine.max() - TOLERANCE)
+                actions[g] = first[rng.choice(ties)]
         return actions
 
     # -- search -----------------------------------------------------------------
@@ -175,16 +185,6 @@ class AlphaBetaAgent:
         return evaluate(
             state, ply, self.material_weight, self.mobility_weight, self.points_weight, self.advance_weight
         )
-
-    def _expand(self, node: State, ply: int) -> "tuple[FullMoves, np.ndarray, np.ndarray]":
-        """The node's moves, their values from the node's mover's view (static, or exact if the
-        child is over) and the search order."""
-        self.nodes += 1
-        moves = expand_full_moves(node)
-        # Every full move ends the turn, so each child has the other side to move.
-        scores = -self.evaluate(moves.state, ply + 1)
-        order = np.lexsort((-scores, -_capture_lengths(node, moves)))
-        return moves, scores, order
 
     def _searched(self, children: State, depth: int, quiescence: int) -> np.ndarray:
         """``bool [M]`` children searched further: all live ones above the last ply, then
@@ -196,50 +196,46 @@ class AlphaBetaAgent:
             return np.zeros_like(live)
         return live & must_capture(children)
 
-    def _negamax(self, node: State, depth: int, alpha: float, beta: float, ply: int, quiescence: int) -> float:
-        """Value of a live node (side to move's view), fail-soft: exact inside (alpha, beta)."""
-        moves, scores, order = self._expand(node, ply)
-        children = moves.state
-        deeper = self._searched(children, depth, quiescence)
-        if not deeper.any():
-            return float(scores.max())
-        next_depth, next_q = (depth - 1, quiescence) if depth > 1 else (1, quiescence - 1)
-        best = -math.inf
-        for i in order:
-            if not deeper[i]:
-                value = scores[i]
-            else:
-                value = -self._negamax(
-                    take(children, [i]), next_depth, -beta, -max(alpha, best), ply + 1, next_q
-                )
-            if value > best:
-                best = value
-                if best >= beta:
-                    break
-        return float(best)
+    def root_values(self, roots: State) -> "tuple[FullMoves, np.ndarray]":
+        """The full moves of live games ``roots`` (sorted by game) and each one's exact negamax
+        value from the mover's view.
 
-    def choose(self, state: State, rng: np.random.Generator) -> int:
-        """First action of the best full move of one live game (``state`` of batch size 1)."""
-        self.nodes = 0
-        moves, scores, order = self._expand(state, 0)
-        first = moves.actions[:, 0]
-        if (first == first[0]).all():  # one choice of next step: nothing to search
-            return int(first[0])
-        children = moves.state
-        deeper = self._searched(children, self.depth, self.quiescence)
-        next_depth, next_q = (self.depth - 1, self.quiescence) if self.depth > 1 else (1, self.quiescence - 1)
-        values = np.full(first.size, -math.inf)
-        best = -math.inf
-        for i in order:
-            if not deeper[i]:
-                value = scores[i]
-            else:
-                # A window just below the best so far: a move as good as it comes back exact.
-                value = -self._negamax(take(children, [i]), next_depth, -math.inf, -(best - TOLERANCE), 1, next_q)
-            values[i] = value
-            best = max(best, value)
-        ties = np.flatnonzero(values > best - TOLERANCE)
-        return int(first[rng.choice(ties)])
+        The tree is expanded level by level, one ``expand_full_moves`` call for all
+        nodes of a level, then backed up with a maximum per node. Without pruning
+        it visits more positions than alpha-beta would, but in a few large numpy
+        batches instead of a Python call per position, which is far faster here.
+        Roots whose moves all begin with the same action are not searched further.
+        """
+        levels = []  # per level: (parent of each move, the move's value, bool: searched deeper)
+        nodes, depth, quiescence = roots, self.depth, self.quiescence
+        root_moves = None
+        for ply in itertools.count():
+            moves = expand_full_moves(nodes)
+            order = np.argsort(moves.parent, kind="stable")
+            moves = FullMoves(moves.parent[order], moves.path[order], moves.actions[order], take(moves.state, order))
+            self.nodes += nodes.batch_size
+            # Every full move ends the turn, so each child has the other side to move.
+            scores = -self.evaluate(moves.state, ply + 1)
+            deeper = self._searched(moves.state, depth, quiescence)
+            if root_moves is None:
+                root_moves = moves
+                first = moves.actions[:, 0]
+                bounds = np.searchsorted(moves.parent, np.arange(roots.batch_size + 1))
+                same = np.minimum.reduceat(first, bounds[:-1]) == np.maximum.reduceat(first, bounds[:-1])
+                deeper &= ~same[moves.parent]
+            levels.append((moves.parent, scores, deeper))
+            if not deeper.any():
+                break
+            nodes = take(moves.state, deeper)
+            depth, quiescence = (depth - 1, quiescence) if depth > 1 else (1, quiescence - 1)
+        below = None  # the values of the nodes of the level below, each from its own mover's view
+        for parent, scores, deeper in reversed(levels):
+            values = scores.copy()
+            if below is not None:
+                values[deeper] = -below
+            # Every node is live, so it has at least one move: the segments are never empty.
+            below = np.maximum.reduceat(values, np.searchsorted(parent, np.arange(parent[-1] + 1)))
+        return root_moves, values
 
 
 def from_spec_args(args: "list[str]") -> AlphaBetaAgent:
