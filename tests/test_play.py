@@ -282,3 +282,22 @@ def test_capture_accepted_in_short_form(tmp_path):
     finally:
         term.kill()
     assert code == 0
+
+
+def test_session_starts_from_a_position_text():
+    import io
+
+    from stapel_rl.cli.play import PlaySession
+    from stapel_rl.env import to_fens
+    from stapel_rl.eval.agents import make_agent
+
+    #        a   b   c   d   e   f   g   h   i   j
+    #   5  26      27      b       29      30
+    #   4      31      w       33      34      35
+    # White to move must take: 32x23 is the only move.
+    fen = "W:" + ",".join({32: "w", 28: "b", 1: "b"}.get(n, "") for n in range(1, 51))
+    session = PlaySession(make_agent("random"), "I", human=0, seed=0, out=io.StringIO(), start_fen=fen)
+    assert to_fens(session.state) == [fen]
+    assert session.legal().texts() == ["32x23"]
+    with pytest.raises(ValueError):
+        PlaySession(make_agent("random"), "I", start_fen="W:not a position")

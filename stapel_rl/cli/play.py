@@ -90,6 +90,8 @@ class PlaySession:
         human: the person's colour, 0 = White, 1 = Black.
         seed: seeds the agent's moves and, separately, the hints.
         out: where the transcript goes (flushed after every line).
+        start_fen: the position to start from (default: the variant's start);
+            malformed text raises ``ValueError``.
     """
 
     def __init__(
@@ -99,6 +101,7 @@ class PlaySession:
         human: int = 0,
         seed: "int | None" = None,
         out: "TextIO | None" = None,
+        start_fen: "str | None" = None,
     ):
         self.agent = agent
         self.variant = get_variant(variant)
@@ -107,7 +110,7 @@ class PlaySession:
         game_seed, hint_seed = np.random.SeedSequence(seed).spawn(2)
         self.rng = np.random.default_rng(game_seed)
         self.hint_rng = np.random.default_rng(hint_seed)
-        self.start = engine.init(self.variant)
+        self.start = engine.init(self.variant) if start_fen is None else engine.from_fens([start_fen], self.variant)
         self.history: "list[Turn]" = []
         self._moves: "tuple[State, FullMoves] | None" = None
         # The position after the last turn, kept so that reading `state` does not replay it.

@@ -14,7 +14,7 @@ import secrets
 import threading
 
 from stapel_rl.cli.play import PlaySession
-from stapel_rl.env import engine, expand_full_moves, to_fens
+from stapel_rl.env import expand_full_moves, to_fens
 from stapel_rl.env.fen import format_stack
 from stapel_rl.env.notation import parse_move
 from stapel_rl.env.render import status
@@ -91,12 +91,10 @@ class WebGame:
         if seed is not None and seed < 0:
             raise GameError(f"seed must be a whole number >= 0, got {seed}")
         self.id = secrets.token_hex(8)
-        self.session = PlaySession(agent, self.variant, human=COLOURS.index(human), seed=seed)
-        if fen is not None:
-            try:
-                self.session.start = engine.from_fens([fen], self.variant)
-            except ValueError as problem:
-                raise GameError(f"malformed FEN: {problem}") from None
+        try:
+            self.session = PlaySession(agent, self.variant, human=COLOURS.index(human), seed=seed, start_fen=fen)
+        except ValueError as problem:
+            raise GameError(f"malformed FEN: {problem}") from None
         self.start_fen = to_fens(self.session.start)[0]
         self.lock = threading.Lock()
         self.agent_move: "str | None" = None  # the agent's reply in the last request
