@@ -27,9 +27,14 @@ from stapel_rl.train.checkpoint import atomic_write_bytes, list_checkpoints, loa
 #: name -> (what changes against the old default, stapel-train overrides)
 ROWS = {
     "old_default": ("the previous default: 10x10 grid network, fp32 self-play in the training process",
-                    ["model.layout=grid", "train.inference_precision=fp32", "train.selfplay_workers=0"]),
-    "new_default": ("compact 10x5 network, bf16 self-play in 2 worker processes", ["model.layout=compact"]),
-    "grid_bf16": ("10x10 grid network, bf16 self-play in 2 worker processes (the default config)", []),
+                    ["model.layout=grid", "train.inference_precision=fp32", "train.selfplay_workers=0",
+                     "mcts.skip_forced=false"]),
+    "new_default": ("compact 10x5 network, bf16 self-play in 2 worker processes",
+                    ["model.layout=compact", "mcts.skip_forced=false"]),
+    "grid_bf16": ("10x10 grid network, bf16 self-play in 2 worker processes (the default of session 3)",
+                  ["mcts.skip_forced=false"]),
+    "skip_forced": ("grid_bf16, forced actions played unsearched and unrecorded", []),
+    "skip_forced_bf16_train": ("skip_forced with bf16 training", ["train.train_precision=bf16"]),
     "no_workers": ("self-play in the training process instead of 2 workers", ["train.selfplay_workers=0"]),
     "model_default": ("6x64 network instead of 4x32", ["model=default"]),
     "sims_32": ("32 simulations instead of 16", ["mcts.num_simulations=32"]),

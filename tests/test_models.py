@@ -262,6 +262,33 @@ def test_compact_network_shapes_and_parity_plane():
     assert "parity" not in net.state_dict()  # rebuilt from the config, not stored
 
 
+@pytest.mark.parametrize("layout", ["grid", "compact"])
+def test_conv_policy_head_reads_each_action_at_its_square(layout):
+    # Action 4 * sq + d is plane d of the head's last convolution, at the cell where square sq
+    # lies: (ROW, COL) of the 10x10 board, or (row, slot) = (sq // 5, sq % 5) of the compact grid.
+    from stapel_rl.env.geometry import COL, NUM_SQUARES, ROW
+    from stapel_rl.models.fused import inference_copy
+
+    config = NetworkConfig(blocks=1, channels=8, value_hidden=16, layout=layout, policy_head="conv")
+    net = trained_bn_net(config, seed=3).eval()
+    planes = {}
+    net.policy_conv.register_forward_hook(lambda module, args, out: planes.setdefault("out", out))
+    state = random_states(6, seed=9)
+    logits, _, _ = net(torch.from_numpy(encode(state, layout)))
+    out = planes["out"]
+    assert out.shape[1] == 4 and not hasattr(net, "policy_out")
+    sq = np.arange(NUM_SQUARES)
+    rows, cols = (ROW, COL) if layout == "grid" else (sq // 5, sq % 5)
+    for d in range(4):
+        torch.testing.assert_close(logits[:, 4 * sq + d], out[:, d, rows, cols])
+    # The inference copy (batch norm folded) computes the same logits.
+    fast = inference_copy(net, "fp32")
+    fast_logits, _, _ = fast(torch.from_numpy(encode(state, layout)).contiguous(memory_format=torch.channels_last))
+    torch.testing.assert_close(fast_logits, logits, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="policy_head"):
+        NetworkConfig(policy_head="attention")
+
+
 def test_network_rejects_planes_of_the_other_layout():
     with pytest.raises(ValueError, match="compact network takes planes"):
         PolicyValueNet(TINY_COMPACT)(torch.zeros(2, NUM_PLANES, 10, 10))

@@ -20,12 +20,16 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from stapel_rl.env.geometry import NUM_ACTIONS
-from stapel_rl.env.observation import LAYOUTS, NUM_PLANES
+from stapel_rl.env.geometry import NUM_ACTIONS, NUM_DIRECTIONS, NUM_SQUARES
+from stapel_rl.env.observation import CELL, LAYOUTS, NUM_PLANES
+
+
+POLICY_HEADS = ("fc", "conv")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -42,6 +46,13 @@ class NetworkConfig:
             points difference; ``forward`` returns None in its place when False.
         layout: board layout of the input planes, "grid" (10x10, every square)
             or "compact" (10x5, dark squares only: half the FLOPs).
+        policy_head: "fc": a 1x1 conv to ``policy_channels`` planes, then a
+            linear layer to the 200 logits; "conv": a 3x3 conv, then a 1x1
+            conv to 4 planes, one per direction, and the logit of action
+            ``4 * sq + d`` is plane ``d`` at square ``sq``. The conv head
+            scores a move from the features where the moving stack stands,
+            the same way on every square, instead of learning each of the 200
+            outputs from every cell (``policy_channels`` is then unused).
     """
 
     blocks: int = 6
@@ -50,10 +61,13 @@ class NetworkConfig:
     value_hidden: int = 64
     points_head: bool = False
     layout: str = "grid"
+    policy_head: str = "fc"
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {self.layout!r}")
+        if self.policy_head not in POLICY_HEADS:
+            raise ValueError(f"policy_head must be one of {POLICY_HEADS}, got {self.policy_head!r}")
 
     @property
     def cells(self) -> int:
@@ -133,8 +147,14 @@ class PolicyValueNet(nn.Module):
             extra = 1
         self.stem = nn.Sequential(conv_bn(NUM_PLANES + extra, c, 3), nn.ReLU())
         self.tower = nn.Sequential(*(ResidualBlock(c) for _ in range(config.blocks)))
-        self.policy_reduce = nn.Sequential(conv_bn(c, config.policy_channels, 1), nn.ReLU())
-        self.policy_out = nn.Linear(config.policy_channels * cells, NUM_ACTIONS)
+        if config.policy_head == "fc":
+            self.policy_reduce = nn.Sequential(conv_bn(c, config.policy_channels, 1), nn.ReLU())
+            self.policy_out = nn.Linear(config.policy_channels * cells, NUM_ACTIONS)
+        else:
+            self.policy_conv = nn.Sequential(conv_bn(c, c, 3), nn.ReLU(), nn.Conv2d(c, NUM_DIRECTIONS, 1))
+            # [50]: the cell of each square in this layout (the compact grid lists the squares in order).
+            cell = torch.as_tensor(CELL if config.layout == "grid" else np.arange(NUM_SQUARES))
+            self.register_buffer("square_cells", cell, persistent=False)
         self.value_head = ScalarHead(c, config.value_hidden, cells)
         self.points_head = ScalarHead(c, config.value_hidden, cells) if config.points_head else None
 
@@ -152,7 +172,11 @@ class PolicyValueNet(nn.Module):
             parity = self.parity.to(obs.dtype).expand(obs.shape[0], -1, -1, -1)
             obs = torch.cat([obs, parity], dim=1)
         x = self.tower(self.stem(obs))
-        logits = self.policy_out(self.policy_reduce(x).flatten(1))
+        if self.config.policy_head == "fc":
+            logits = self.policy_out(self.policy_reduce(x).flatten(1))
+        else:
+            planes = self.policy_conv(x).flatten(2)  # [B, 4, cells]
+            logits = planes[:, :, self.square_cells].transpose(1, 2).reshape(obs.shape[0], NUM_ACTIONS)
         value = torch.tanh(self.value_head(x))
         points = self.points_head(x) if self.points_head is not None else None
         return logits, value, points

@@ -26,6 +26,7 @@ class ModelConfig:
     value_hidden: int = 64  # hidden units of the value (and points) head
     points_head: Optional[bool] = None  # auxiliary head predicting the final points difference; None: on for Variant II
     layout: str = "grid"  # input planes: "grid" (10x10 board) or "compact" (10x5, dark squares only: half the FLOPs)
+    policy_head: str = "fc"  # "fc" (linear layer to the 200 logits) or "conv" (per square and direction; NetworkConfig)
 
 
 @dataclasses.dataclass
