@@ -35,6 +35,8 @@ ROWS = {
                   ["mcts.skip_forced=false"]),
     "skip_forced": ("grid_bf16, forced actions played unsearched and unrecorded", []),
     "skip_forced_bf16_train": ("skip_forced with bf16 training", ["train.train_precision=bf16"]),
+    "policy_conv": ("skip_forced_bf16_train with the convolutional policy head (a logit per square and direction)",
+                    ["train.train_precision=bf16", "model.policy_head=conv"]),
     "no_workers": ("self-play in the training process instead of 2 workers", ["train.selfplay_workers=0"]),
     "model_default": ("6x64 network instead of 4x32", ["model=default"]),
     "sims_32": ("32 simulations instead of 16", ["mcts.num_simulations=32"]),

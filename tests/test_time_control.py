@@ -123,3 +123,20 @@ def test_agent_spec_time_option():
 def test_agent_spec_rejects_bad_limits(option, message):
     with pytest.raises(ValueError, match=message):
         make_agent(f"mcts:variant_I:{option}")
+
+
+def test_agent_plays_forced_leaps_without_searching_them():
+    # Game 0: White must take 32x23 (one legal action); game 1: the start position (9 moves).
+    from stapel_rl.env import concatenate, from_fens
+
+    forced = "W:" + ",".join({32: "w", 28: "b", 1: "b"}.get(n, "") for n in range(1, 51))
+    state = concatenate([from_fens([forced]), init("I", 1)])
+    clock = Clock()
+    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=8, algorithm="gumbel"))
+    actions = agent(state, np.random.default_rng(0))
+    assert actions[0] == 4 * (32 - 1) + 1  # 32x23: up-right from square 32
+    assert state.legal_action_mask[1, actions[1]]
+    assert clock.calls == 1 + 8 and agent.simulations == 8  # one game searched: its root, then 8 simulations
+    only_forced = from_fens([forced])
+    assert agent(only_forced, np.random.default_rng(0)).tolist() == [4 * (32 - 1) + 1]
+    assert clock.calls == 9 and agent.simulations == 0  # nothing searched

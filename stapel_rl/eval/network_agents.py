@@ -14,7 +14,7 @@ import time
 import numpy as np
 
 from stapel_rl.bundled import resolve_checkpoint
-from stapel_rl.env.state import State
+from stapel_rl.env.state import State, take
 from stapel_rl.eval.agents import register_agent
 from stapel_rl.mcts import SearchConfig, SearchOutput, search
 from stapel_rl.mcts.search import masked_softmax
@@ -49,12 +49,21 @@ class MCTSAgent:
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
         config = dataclasses.replace(self.config, dirichlet_fraction=0.0, temperature=0.0)
+        # A game with one legal action (a forced leap) gets it without a search: the search could choose nothing else.
+        legal = state.legal_action_mask
+        actions = legal.argmax(axis=1).astype(np.int64)
+        choice = np.flatnonzero(~state.done & (legal.sum(axis=1) > 1))
+        if not choice.size:
+            self.simulations = 0
+            return actions
+        some = take(state, choice) if choice.size < state.batch_size else state
         if self.seconds is None:
-            out = search(state, self.evaluator, config, rng)
+            out = search(some, self.evaluator, config, rng)
         else:
-            out = self._search_for(self.seconds, state, config, rng)
+            out = self._search_for(self.seconds, some, config, rng)
         self.simulations = int(out.tree.node_visits[:, 0].max()) - 1  # the root's first visit is its evaluation
-        return out.action
+        actions[choice] = out.action
+        return actions
 
     def _search_for(self, seconds: float, state: State, config: SearchConfig, rng: np.random.Generator) -> SearchOutput:
         start = time.perf_counter()
