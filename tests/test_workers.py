@@ -5,11 +5,14 @@ import dataclasses
 import numpy as np
 import pytest
 
+from stapel_rl.env import get_variant
 from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import PRESETS, PolicyValueNet
 from stapel_rl.train.replay import FIELDS
 from stapel_rl.train.selfplay import SelfPlayConfig
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
+
+from test_selfplay import replay_game
 
 CONFIG = dataclasses.replace(PRESETS["tiny"], layout="compact")
 
@@ -33,7 +36,9 @@ def test_two_workers_return_positions_of_finished_games():
     finally:
         workers.close()
     assert len(batch.positions) >= 40 and set(batch.positions.arrays) == set(FIELDS)
-    assert sum(len(g.actions) for g in batch.games) == len(batch.positions)  # every decision recorded
+    # Every decision point recorded (forced actions are played unsearched and not recorded).
+    variant = get_variant("I").with_ply_cap(60)
+    assert sum(len(replay_game(variant, g.actions)[0]) for g in batch.games) == len(batch.positions)
     assert 0 < batch.network_seconds < batch.seconds
     # Different seeds, different games.
     assert len({tuple(g.actions) for g in batch.games}) == len(batch.games)
