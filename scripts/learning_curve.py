@@ -2,9 +2,9 @@
 
     python scripts/learning_curve.py runs/I/new runs/I/old --variant I --out tournaments/curve_I
 
-Every run's ``snapshots/`` (``train.keep_every_minutes``) are played, with
-``--sims`` simulations and no noise, against each member of a fixed ladder of
-classical players (default ``greedy``, ``alphabeta:2``, ``alphabeta:4``), and
+Every run's ``snapshots/`` (``train.keep_every_minutes``) and its final
+checkpoint are played, with ``--sims`` simulations and no noise, against each
+member of a fixed ladder of classical players (default ``greedy``, ``alphabeta:2``, ``alphabeta:4``), and
 the ladder members against each other, in colour-swapped pairs from random
 openings (the tournament machinery: ``games.jsonl`` in ``--out``, so a killed
 rating resumes and a rerun with more snapshots plays only the new games).
@@ -31,13 +31,23 @@ from stapel_rl.train.checkpoint import code_version, list_checkpoints, load
 DEFAULT_LADDER = ["greedy", "alphabeta:2", "alphabeta:4"]
 
 
+def hours(path: pathlib.Path) -> float:
+    """The run's wall-clock hours when ``path`` was saved."""
+    return float(load(path)["counters"]["seconds"]) / 3600.0
+
+
 def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, float]]":
-    """Every ``every``-th snapshot of a run (the last one always) with its wall-clock hours."""
+    """Every ``every``-th snapshot of a run (the last one always) with its wall-clock hours, and the
+    run's newest checkpoint where it is later than the last snapshot (the network the run ended with)."""
     paths = list_checkpoints(run_dir / "snapshots")
     if not paths:
         raise ValueError(f"{run_dir} has no snapshots/: was it trained with train.keep_every_minutes > 0?")
     chosen = paths[::every] + ([paths[-1]] if (len(paths) - 1) % every else [])
-    return [(p, float(load(p)["counters"]["seconds"]) / 3600.0) for p in chosen]
+    points = [(p, hours(p)) for p in chosen]
+    final = list_checkpoints(run_dir / "checkpoints")[-1:]
+    if final and hours(final[0]) > points[-1][1]:
+        points.append((final[0], hours(final[0])))
+    return points
 
 
 def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, path: pathlib.Path) -> None:
@@ -77,6 +87,7 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--pairs", type=int, default=10, help="openings per pairing (each played with both colours)")
     parser.add_argument("--every", type=int, default=1, help="rate every n-th snapshot of each run")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--labels", nargs="+", default=None, help="legend names of the runs (default: folder names)")
     parser.add_argument("--out", default=None, help="results folder (default tournaments/learning_curve_<variant>)")
     parser.add_argument("--plot", default=None, help="figure (default docs/learning_curve_<variant>.png)")
     args = parser.parse_args(argv)
@@ -85,7 +96,10 @@ def main(argv: "list[str] | None" = None) -> int:
     try:
         if args.anchor not in args.ladder:
             raise ValueError(f"the anchor {args.anchor!r} must be on the ladder {args.ladder}")
-        points = {pathlib.Path(r).name: snapshots(pathlib.Path(r), args.every) for r in args.runs}
+        if args.labels and len(args.labels) != len(args.runs):
+            raise ValueError(f"--labels names {len(args.labels)} curves for {len(args.runs)} runs")
+        labels = args.labels or [pathlib.Path(r).name for r in args.runs]
+        points = {label: snapshots(pathlib.Path(r), args.every) for label, r in zip(labels, args.runs)}
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -20,14 +20,26 @@ def load_script():
     return module
 
 
-def fake_run(directory: pathlib.Path, minutes: "list[float]") -> pathlib.Path:
-    """A run directory whose snapshots/ hold the trained test network at the given run times."""
+def fake_run(directory: pathlib.Path, minutes: "list[float]", final: "float | None" = None) -> pathlib.Path:
+    """A run directory whose snapshots/ hold the trained test network at the given run times, and
+    whose checkpoints/ hold it at ``final`` minutes."""
     saved = checkpoint.load(TRAINED)
-    for step, m in enumerate(minutes, start=1):
-        checkpoint.save(directory / "snapshots", step, {
+    for step, m in enumerate(minutes + ([final] if final is not None else []), start=1):
+        folder = "snapshots" if step <= len(minutes) else "checkpoints"
+        checkpoint.save(directory / folder, step, {
             "model": saved["model"], "model_config": saved["model_config"], "counters": {"seconds": 60.0 * m}},
             keep=0)
     return directory
+
+
+def test_the_final_checkpoint_joins_the_snapshots_when_later(tmp_path):
+    script = load_script()
+    run = fake_run(tmp_path / "a", [5, 10, 15], final=17)
+    points = script.snapshots(run, every=2)
+    assert [p.parent.name for p, _ in points] == ["snapshots", "snapshots", "checkpoints"]
+    assert [h for _, h in points] == pytest.approx([5 / 60, 15 / 60, 17 / 60])
+    # A run that stopped right after its last snapshot: the checkpoint adds nothing.
+    assert len(script.snapshots(fake_run(tmp_path / "b", [5], final=5), every=1)) == 1
 
 
 @pytest.mark.slow
@@ -36,14 +48,14 @@ def test_curves_of_two_runs_on_one_ladder(tmp_path):
     runs = [fake_run(tmp_path / "a", [5, 10]), fake_run(tmp_path / "b", [5])]
     out, figure = tmp_path / "out", tmp_path / "curve.png"
     argv = [*map(str, runs), "--ladder", "random", "greedy", "--anchor", "greedy", "--sims", "2", "--pairs", "1",
-            "--out", str(out), "--plot", str(figure)]
+            "--out", str(out), "--plot", str(figure), "--labels", "new", "old"]
     assert script.main(argv) == 0
     result = json.loads((out / "learning_curve.json").read_text())
-    assert [r["hours"] for r in result["curves"]["a"]] == pytest.approx([5 / 60, 10 / 60])
-    assert len(result["curves"]["b"]) == 1
+    assert [r["hours"] for r in result["curves"]["new"]] == pytest.approx([5 / 60, 10 / 60])
+    assert len(result["curves"]["old"]) == 1
     ladder = {r["player"]: r for r in result["ladder"]}
     assert ladder["greedy"]["elo"] == 0.0
-    for row in result["curves"]["a"] + result["curves"]["b"]:
+    for row in result["curves"]["new"] + result["curves"]["old"]:
         assert row["ci_low"] <= row["elo"] <= row["ci_high"] and row["games"] == 4  # 2 ladder members x 1 pair
     games = load_results(out / "games.jsonl")
     assert len(games) == 2 + 3 * 4  # the ladder pair, then each snapshot against each member
@@ -57,3 +69,6 @@ def test_a_run_without_snapshots_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert load_script().main([str(tmp_path / "empty")]) == 2
     assert "no snapshots/" in capsys.readouterr().err
+    run = fake_run(tmp_path / "a", [5])
+    assert load_script().main([str(run), "--labels", "x", "y"]) == 2
+    assert "--labels names 2 curves for 1 runs" in capsys.readouterr().err
