@@ -4,9 +4,9 @@
 
 Every run's ``snapshots/`` (``train.keep_every_minutes``) and its final
 checkpoint are played, with ``--sims`` simulations and no noise, against each
-member of a fixed ladder of classical players (default ``greedy``, ``alphabeta:2``, ``alphabeta:4``), and
-the ladder members against each other, in colour-swapped pairs from random
-openings (the tournament machinery: ``games.jsonl`` in ``--out``, so a killed
+member of a fixed ladder of classical players (default ``greedy``,
+``alphabeta:2``, ``alphabeta:4``), and the ladder members against each
+other, in colour-swapped pairs from random openings (the tournament machinery: ``games.jsonl`` in ``--out``, so a killed
 rating resumes and a rerun with more snapshots plays only the new games).
 One Bradley-Terry fit over all games puts every snapshot on one scale with
 ``alphabeta:2`` at 0, with 95% bootstrap intervals over game pairs; the plot
@@ -44,9 +44,10 @@ def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, fl
         raise ValueError(f"{run_dir} has no snapshots/: was it trained with train.keep_every_minutes > 0?")
     chosen = paths[::every] + ([paths[-1]] if (len(paths) - 1) % every else [])
     points = [(p, hours(p)) for p in chosen]
-    final = list_checkpoints(run_dir / "checkpoints")[-1:]
-    if final and hours(final[0]) > points[-1][1]:
-        points.append((final[0], hours(final[0])))
+    for final in list_checkpoints(run_dir / "checkpoints")[-1:]:
+        final_hours = hours(final)  # a training checkpoint holds the replay buffer: load it once
+        if final_hours > points[-1][1]:
+            points.append((final, final_hours))
     return points
 
 
