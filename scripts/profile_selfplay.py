@@ -14,7 +14,9 @@ entry points with timers:
 - self-play bookkeeping: the rest of ``SelfPlay.play`` (records, subtree reuse).
 
 Usage: python scripts/profile_selfplay.py [overrides ...] [--positions 8192] [--compare-fp32] [--checkpoint PATH]
+                                         [--baseline OVERRIDE ...]
   e.g. python scripts/profile_selfplay.py train.num_games=512 mcts.num_simulations=32
+       python scripts/profile_selfplay.py --baseline mcts.forced_rounds=null   # the same run, uncapped
 """
 
 from __future__ import annotations
@@ -66,7 +68,8 @@ def timed(module, name: str, totals: "collections.Counter", inside: "list[str]")
         setattr(module, name, original)
 
 
-def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> None:
+def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> float:
+    """Print where self-play time goes; returns the positions searched per second."""
     variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
     fields = OmegaConf.to_container(cfg.model)
     fields["points_head"] = variant.points_decide if fields["points_head"] is None else fields["points_head"]
@@ -105,6 +108,7 @@ def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> No
           f"at an average batch of {evaluator.positions / max(1, evaluator.calls):.0f}")
     for name, seconds in parts.items():
         print(f"  {name:<34} {seconds:7.2f} s  {100 * seconds / total:5.1f}%")
+    return searched / total
 
 
 def main() -> None:
@@ -113,17 +117,26 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=8192, help="recorded positions to play")
     parser.add_argument("--compare-fp32", action="store_true", help="also profile with the network in fp32")
     parser.add_argument("--checkpoint", default=None, help="trained weights for the configured network")
+    parser.add_argument("--baseline", nargs="+", default=None, metavar="OVERRIDE",
+                        help="also profile with these overrides added, and print the speed ratio against it")
     args = parser.parse_args()
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name="config", overrides=args.overrides)
+        baseline = compose(config_name="config", overrides=args.overrides + args.baseline) if args.baseline else None
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
     print(f"profile_selfplay | torch {torch.__version__}, {torch.get_num_threads()} threads | "
           f"overrides: {' '.join(args.overrides) or '(none)'}")
+    speed = {}
     for precision in ([cfg.train.inference_precision, "fp32"] if args.compare_fp32 else
                       [cfg.train.inference_precision]):
-        profile(cfg, args.positions, precision, args.checkpoint)
+        speed[precision] = profile(cfg, args.positions, precision, args.checkpoint)
+    if baseline is not None:
+        print(f"\nbaseline: {' '.join(args.baseline)}")
+        base = profile(baseline, args.positions, cfg.train.inference_precision, args.checkpoint)
+        print(f"\nprofile_selfplay: {speed[cfg.train.inference_precision] / base:.2f}x the positions searched/s "
+              f"of the baseline ({' '.join(args.baseline)})")
 
 
 if __name__ == "__main__":

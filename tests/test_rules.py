@@ -406,6 +406,15 @@ def test_play_forced_stops_at_the_next_decision_point():
     assert to_fens(after) == [fen("B", {1: "wbbb", 19: "b", 27: "b"}), to_fens(take(s, [1]))[0]]
     assert after.ply.tolist() == [1, 1] and s.capturing[0] == 23 - 1  # the input is not changed
 
+    # Capped at one round, game 0 stops after the second leap, on its last (forced) one.
+    capped, played = play_forced(s, max_rounds=1)
+    assert [(g.tolist(), a.tolist()) for g, a in played] == [([0], [action(23, UL)])]
+    assert capped.capturing[0] == 12 - 1 and np.flatnonzero(capped.legal_action_mask[0]).tolist() == [action(12, UL)]
+    assert to_fens(take(capped, [1])) == to_fens(take(s, [1]))
+    again, played = play_forced(capped)  # and goes on from there as if never stopped
+    assert [(g.tolist(), a.tolist()) for g, a in played] == [([0], [action(12, UL)])]
+    assert to_fens(again) == to_fens(after)
+
 
 #        a   b   c   d   e   f   g   h   i   j
 #   2      41      42      43      44      45

@@ -6,6 +6,7 @@ import pytest
 from stapel_rl.env import engine, get_variant
 from stapel_rl.env.geometry import ROTATE_ACTION
 from stapel_rl.mcts import SearchConfig
+from stapel_rl.mcts.tree import read_states
 from stapel_rl.models import UniformEvaluator
 from stapel_rl.train.replay import STATE_FIELDS
 from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
@@ -26,10 +27,14 @@ def row_key(fields: dict, i: int) -> bytes:
     return b"|".join(np.ascontiguousarray(fields[k][i]).tobytes() for k in STATE_FIELDS)
 
 
+# forced_rounds=0: every forced action after a searched one gets a node in the search, and self-play
+# plays them all itself (restarting those games' trees).
+@pytest.mark.parametrize("forced_rounds", [2, 0])
 @pytest.mark.parametrize("variant_name", ["I", "II"])
-def test_recorded_positions_are_the_finished_games_with_their_results(variant_name):
+def test_recorded_positions_are_the_finished_games_with_their_results(variant_name, forced_rounds):
     variant = get_variant(variant_name).with_ply_cap(150)  # games of about 100 full moves, most decided
-    selfplay = SelfPlay(variant, UniformEvaluator(), SearchConfig(4, "gumbel"), SelfPlayConfig(num_games=6),
+    search = SearchConfig(4, "gumbel", forced_rounds=forced_rounds)
+    selfplay = SelfPlay(variant, UniformEvaluator(), search, SelfPlayConfig(num_games=6),
                         np.random.default_rng(1))
     positions = selfplay.play(300)
     games = selfplay.take_finished_games()
@@ -59,6 +64,24 @@ def test_recorded_positions_are_the_finished_games_with_their_results(variant_na
     canonical_mask = np.where(black[:, None], mask[:, ROTATE_ACTION], mask)
     np.testing.assert_allclose(policy.sum(axis=1), 1.0, rtol=1e-5)
     assert (policy[~canonical_mask] == 0).all()
+
+
+@pytest.mark.parametrize("forced_rounds", [None, 1, 0])
+def test_the_kept_subtree_root_is_the_position_played(forced_rounds):
+    # The search's children stop after forced_rounds forced actions, self-play plays them all: a game
+    # keeps its subtree only where the chosen child holds the position the game is in.
+    selfplay = SelfPlay(get_variant("I"), UniformEvaluator(), SearchConfig(8, "gumbel", forced_rounds=forced_rounds),
+                        SelfPlayConfig(num_games=16), np.random.default_rng(3))
+    kept = 0
+    for _ in range(150):
+        selfplay._decide()
+        tree, state = selfplay.tree, selfplay.state
+        root = read_states(tree, np.arange(16), np.zeros(16, int))
+        for name in ("height", "colours", "current_player", "capturing", "ply", "legal_action_mask"):
+            np.testing.assert_array_equal(getattr(root, name), getattr(state, name), err_msg=name)
+        assert not (state.legal_action_mask.sum(axis=1) == 1).any()  # roots are decision points
+        kept += int((tree.num_nodes > 1).sum())
+    assert kept > 0  # subtrees were kept at all
 
 
 def test_unfinished_games_stay_pending_and_arrive_later():

@@ -301,7 +301,9 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     return _finish(s, ended_turn)
 
 
-def play_forced(state: State) -> "tuple[State, list[tuple[np.ndarray, np.ndarray]]]":
+def play_forced(
+    state: State, max_rounds: "int | None" = None
+) -> "tuple[State, list[tuple[np.ndarray, np.ndarray]]]":
     """Play each live game on while its side to move has exactly one legal action.
 
     A forced action (the next leap of the only capture path, or the only
@@ -309,6 +311,12 @@ def play_forced(state: State) -> "tuple[State, list[tuple[np.ndarray, np.ndarray
     teaches nothing. Returns the games at their next decision point (or over)
     and the forced actions played, one ``(games [G], actions [G])`` pair per
     round, in order. ``state`` itself is not changed.
+
+    ``max_rounds`` caps the rounds: a game still on a forced action after
+    them is returned there. Each round is one batched ``step`` whatever the
+    number of games left in it, and a batch's longest run of forced actions
+    sets the rounds, so the search caps them and lets the few games left over
+    take a node for their forced action (``SearchConfig.forced_rounds``).
     """
     played = []
     index = np.flatnonzero(~state.done & (state.legal_action_mask.sum(axis=1) == 1))
@@ -316,7 +324,7 @@ def play_forced(state: State) -> "tuple[State, list[tuple[np.ndarray, np.ndarray
         return state, played
     games = take(state, index)  # the games still on a forced action, and their rows in ``state``
     settled_index, settled = [], []
-    while index.size:
+    while index.size and (max_rounds is None or len(played) < max_rounds):
         actions = games.legal_action_mask.argmax(axis=1)
         games = step(games, actions, validate=False)
         played.append((index, actions))
@@ -325,6 +333,9 @@ def play_forced(state: State) -> "tuple[State, list[tuple[np.ndarray, np.ndarray
             settled_index.append(index[~more])
             settled.append(take(games, ~more))
             index, games = index[more], take(games, more)
+    if index.size:  # stopped by max_rounds
+        settled_index.append(index)
+        settled.append(games)
     return put(state, np.concatenate(settled_index), concatenate(settled)), played
 
 

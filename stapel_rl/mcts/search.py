@@ -42,6 +42,12 @@ class SearchConfig:
         leap, and the tree sees further. Pair it with a self-play or agent
         loop that plays forced actions itself, so roots are decision points
         (a forced root still works: its one child is searched).
+    forced_rounds: with ``skip_forced``, the forced actions a new node plays
+        on through at most. The engine plays them for all games of a batch
+        together, one batched step per round, so the batch's longest forced
+        run sets the cost of every expansion; a game still on a forced action
+        after this many keeps it as a node of its own (as without skipping).
+        ``None``: no cap.
     """
 
     num_simulations: int = 64
@@ -54,6 +60,7 @@ class SearchConfig:
     c_visit: float = 50.0
     c_scale: float = 0.1
     skip_forced: bool = True
+    forced_rounds: "int | None" = 2
 
     def __post_init__(self):
         if self.algorithm not in ("puct", "gumbel"):
@@ -97,6 +104,7 @@ def _expand(
     evaluator: Evaluator,
     interior: "gumbel.Interior | None" = None,
     skip_forced: bool = False,
+    forced_rounds: "int | None" = None,
 ) -> np.ndarray:
     """Create the children reached by ``actions``, evaluate them in one call; their node indices.
 
@@ -109,7 +117,7 @@ def _expand(
     new = new.astype(np.int64)
     states = engine.step(read_states(tree, games, parents), actions, validate=False)
     if skip_forced:
-        states, _ = engine.play_forced(states)
+        states, _ = engine.play_forced(states, forced_rounds)
     forced = write_states(tree, games, new, states)
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
@@ -266,7 +274,8 @@ def _simulate(
             order = leaf[games[leaf].argsort()]  # the games in order, as the evaluator always saw them
             expanding = games[order]
             parents = nodes[order] - expanding * capacity
-            new = _expand(tree, expanding, parents, actions[order], evaluator, interior, config.skip_forced)
+            new = _expand(tree, expanding, parents, actions[order], evaluator, interior, config.skip_forced,
+                          config.forced_rounds)
             final[expanding] = expanding * capacity + new
         _backup(tree, final, games, nodes, actions)
     else:

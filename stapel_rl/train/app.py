@@ -55,6 +55,7 @@ def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> Sear
         num_simulations=num_simulations or m.num_simulations, algorithm=m.algorithm, c_puct=m.c_puct,
         dirichlet_alpha=m.dirichlet_alpha, dirichlet_fraction=m.dirichlet_fraction,
         max_considered=m.max_considered, c_visit=m.c_visit, c_scale=m.c_scale, skip_forced=m.skip_forced,
+        forced_rounds=m.forced_rounds,
     )
 
 

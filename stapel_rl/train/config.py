@@ -44,6 +44,8 @@ class MCTSConfig:
     full_search_prob: float = 0.25  # with fast_simulations > 0: share of decisions given the full search
     reuse_tree: bool = True  # keep the chosen subtree for the next decision
     skip_forced: bool = True  # play forced actions (later leaps of the only capture, an only move) unsearched
+    forced_rounds: Optional[int] = 2  # with skip_forced: forced actions a search node plays on through at most
+    # (the batch's longest forced run costs every expansion a batched engine step per action; null: no cap)
 
 
 @dataclasses.dataclass

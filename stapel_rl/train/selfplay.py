@@ -122,12 +122,20 @@ class SelfPlay:
             self.recorded[live] += 1
         self.moves.append((self.serial[live], action[live]))
         new_state = engine.step(state, action)  # no game was over before: finished ones restart below
+        fresh = new_state.done.copy() if cfg.reuse_tree else np.ones(state.batch_size, bool)
         if search_config.skip_forced:
-            # The search's children hold the next decision point, so the kept subtree's root matches.
-            new_state, forced = engine.play_forced(new_state)
+            # The search's children hold the position after at most forced_rounds forced actions: the
+            # same here keeps the chosen subtree's root matching. A game that still has forced actions
+            # plays them too and starts a fresh tree at its next decision point.
+            new_state, forced = engine.play_forced(new_state, search_config.forced_rounds)
+            longer = ~new_state.done & (new_state.legal_action_mask.sum(axis=1) == 1)
+            if longer.any():
+                new_state, more = engine.play_forced(new_state)
+                forced += more
+                fresh |= longer
             self.moves.extend((self.serial[g], a) for g, a in forced)
+        fresh |= new_state.done
         restarted = engine.reset_games(new_state, new_state.done)
-        fresh = new_state.done if cfg.reuse_tree else np.ones(state.batch_size, bool)
         self.tree, _ = subtree(out.tree, action, restarted, self.capacity, self.search_config.num_simulations + 1,
                                fresh=fresh, out=self.spare)
         self.spare = out.tree
