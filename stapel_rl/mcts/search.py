@@ -47,7 +47,8 @@ class SearchConfig:
         together, one batched step per round, so the batch's longest forced
         run sets the cost of every expansion; a game still on a forced action
         after this many keeps it as a node of its own (as without skipping).
-        ``None``: no cap.
+        ``None`` (agents: one game, nothing to save): no cap; self-play
+        passes ``mcts.forced_rounds``.
     """
 
     num_simulations: int = 64
@@ -60,7 +61,7 @@ class SearchConfig:
     c_visit: float = 50.0
     c_scale: float = 0.1
     skip_forced: bool = True
-    forced_rounds: "int | None" = 2
+    forced_rounds: "int | None" = None
 
     def __post_init__(self):
         if self.algorithm not in ("puct", "gumbel"):
