@@ -144,11 +144,11 @@ def check_tree(tree):
         assert (tree.children_index[b, parent, act] == nodes).all()
         assert (tree.children_index[b, :used] >= 0).sum() == used - 1
         # Each child holds the engine's position after its action, and with skip_forced after
-        # the forced actions that follow it too (at most SearchConfig.forced_rounds of them).
+        # the forced actions that follow it too (all of them: SearchConfig.forced_rounds is None).
         if used > 1:
             child = read_states(tree, np.full(used - 1, b), nodes)
             after = step(read_states(tree, np.full(used - 1, b), parent), act.astype(np.int64))
-            played_on, _ = play_forced(after, SearchConfig().forced_rounds)
+            played_on, _ = play_forced(after)
             names = ("height", "colours", "current_player", "capturing", "ply", "terminated")
             same = lambda x, y: all(np.array_equal(getattr(x, n), getattr(y, n)) for n in names)  # noqa: E731
             skipped = not same(child, after)

@@ -128,11 +128,10 @@ class SelfPlay:
             # same here keeps the chosen subtree's root matching. A game that still has forced actions
             # plays them too and starts a fresh tree at its next decision point.
             new_state, forced = engine.play_forced(new_state, search_config.forced_rounds)
-            longer = ~new_state.done & (new_state.legal_action_mask.sum(axis=1) == 1)
-            if longer.any():
-                new_state, more = engine.play_forced(new_state)
+            new_state, more = engine.play_forced(new_state)
+            if more:  # more[0][0]: the games whose chosen child stopped on a forced action
                 forced += more
-                fresh |= longer
+                fresh[more[0][0]] = True
             self.moves.extend((self.serial[g], a) for g, a in forced)
         fresh |= new_state.done
         restarted = engine.reset_games(new_state, new_state.done)
