@@ -233,9 +233,14 @@ def test_variant_i_forced_win_found(algorithm, flip):
         assert out.visits[0].argmax() == win
         assert out.visits[0, win] > 0.8 * 200
         assert out.root_value[0] > 0.8
+        assert out.search_value[0] == out.root_value[0]
     else:
         # The improved policy puts most mass on the winning move.
         assert out.policy[0].argmax() == win and out.policy[0, win] > 0.5
+        # Its value is the win's, weighed by that mass; the mean over the visits to losing moves is lower.
+        completed = np.where(out.visits[0] > 0, tree.children_values[0, 0], 0)
+        assert out.search_value[0] == pytest.approx((out.policy[0] * completed).sum(), abs=1e-5)
+        assert out.search_value[0] > max(0.5, out.root_value[0])
 
 
 # ------------------------------------------------ 1b. Variant II: points
@@ -685,17 +690,22 @@ def reference_log_prior(tree, games, nodes):
         return np.where(tree.legal[games, nodes], np.log(np.maximum(prior, 1e-30)), -np.inf).astype(np.float32)
 
 
-def reference_sigma(tree, games, nodes, c_visit, c_scale):
+def reference_completed_q(tree, games, nodes):
     visits = tree.children_visits[games, nodes].astype(np.float32)
     q = tree.children_values[games, nodes]
     prior = tree.children_prior[games, nodes]
-    legal = tree.legal[games, nodes]
     total = visits.sum(axis=1)
     visited_prior = np.where(visits > 0, prior, 0).sum(axis=1)
     weighted_q = np.where(visits > 0, prior * q, 0).sum(axis=1)
     policy_q = np.divide(weighted_q, visited_prior, out=np.zeros_like(weighted_q), where=visited_prior > 0)
     mixed = (tree.raw_values[games, nodes] + total * policy_q) / (1.0 + total)
-    completed = np.where(visits > 0, q, mixed[:, None])
+    return np.where(visits > 0, q, mixed[:, None])
+
+
+def reference_sigma(tree, games, nodes, c_visit, c_scale):
+    visits = tree.children_visits[games, nodes].astype(np.float32)
+    legal = tree.legal[games, nodes]
+    completed = reference_completed_q(tree, games, nodes)
     low = np.where(legal, completed, np.inf).min(axis=1, keepdims=True)
     high = np.where(legal, completed, -np.inf).max(axis=1, keepdims=True)
     scaled = (completed - low) / np.maximum(high - low, 1e-8)
@@ -772,7 +782,10 @@ class ReferenceInterior:
 
 def reference_root_policy(tree, c_visit, c_scale):
     games = np.arange(tree.batch_size)
-    return reference_improved_policy(tree, games, np.zeros_like(games), c_visit, c_scale)
+    roots = np.zeros_like(games)
+    policy = reference_improved_policy(tree, games, roots, c_visit, c_scale)
+    value = np.where(tree.legal[games, roots], policy * reference_completed_q(tree, games, roots), 0).sum(axis=1)
+    return policy, value
 
 
 class RandomEvaluator:
@@ -848,6 +861,7 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
         np.testing.assert_array_equal(a.policy, b.policy)
         np.testing.assert_array_equal(a.visits, b.visits)
         np.testing.assert_array_equal(a.root_value, b.root_value)
+        np.testing.assert_allclose(a.search_value, b.search_value, rtol=1e-5, atol=1e-6)
         for name in ("num_nodes", "children_visits", "children_values", "node_values", "parents"):
             np.testing.assert_array_equal(getattr(a.tree, name), getattr(b.tree, name), err_msg=name)
         check_tree(a.tree)

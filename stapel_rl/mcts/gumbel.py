@@ -53,12 +53,13 @@ def _sigma_coefficient(c_visit: float, c_scale: float, max_visits: np.ndarray) -
 
 def _improved_rows(
     tree: Tree, node: np.ndarray, c_visit: float, c_scale: float
-) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]":
+) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]":
     """``softmax(logits + sigma(completed Q))`` ``[G, A]`` at expanded live nodes ``node`` (game * N + node).
 
     Needs their ``children_log_prior``. Also returns what selection needs
     besides: the log prior ``[G, A]``, the visited children's flat positions
-    in it and their visit shares ``visits / node visits``.
+    in it and their visit shares ``visits / node visits``; and the completed
+    Q: the unvisited children's ``[G]`` and the visited ones' (at those flat positions).
     """
     g, a = node.size, tree.children_prior.shape[2]
     visits = tree.children_visits.reshape(-1, a)[node]
@@ -95,7 +96,7 @@ def _improved_rows(
     z -= z.max(axis=1, keepdims=True)
     policy = np.exp(z, out=z)
     policy /= policy.sum(axis=1, keepdims=True)
-    return policy, logits, flat, visits_visited / node_visits[rows]
+    return policy, logits, flat, visits_visited / node_visits[rows], mixed, q_visited
 
 
 def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float) -> np.ndarray:
@@ -103,7 +104,7 @@ def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: f
 
     Needs the nodes' ``children_log_prior``.
     """
-    policy, logits, flat, share = _improved_rows(tree, games * tree.capacity + nodes, c_visit, c_scale)
+    policy, logits, flat, share, _, _ = _improved_rows(tree, games * tree.capacity + nodes, c_visit, c_scale)
     policy.ravel()[flat] -= share
     choice = policy.argmax(axis=1)
     # Illegal children score 0 here, not -inf: one wins only if no legal child scores above 0.
@@ -196,12 +197,26 @@ class Interior:
         self.next_action[games, nodes] = action
 
 
-def root_policy(tree: Tree, c_visit: float, c_scale: float) -> np.ndarray:
-    """The training target ``[B, A]``: the roots' improved policy (all 0 where the game is over).
+def root_policy(tree: Tree, c_visit: float, c_scale: float) -> "tuple[np.ndarray, np.ndarray]":
+    """The training targets at the roots: the improved policy ``[B, A]`` and its value ``[B]`` (0 where
+    the game is over).
+
+    The value is the improved policy's expectation of the completed Q, from
+    the side to move's view. The roots' mean value averages every considered
+    action's simulations, bad ones included (sequential halving visits all
+    of them), so it understates what the search found; this one weighs each
+    action by how much the search recommends it.
 
     Needs the roots' ``children_log_prior`` (``Interior.start`` writes them).
     """
     policy = np.zeros((tree.batch_size, tree.children_prior.shape[2]), np.float32)
+    value = np.zeros(tree.batch_size, np.float32)
     live = np.flatnonzero(tree.num_legal[:, 0] > 0)
-    policy[live] = _improved_rows(tree, live * tree.capacity, c_visit, c_scale)[0]
-    return policy
+    if live.size:
+        rows, _, flat, _, mixed, q_visited = _improved_rows(tree, live * tree.capacity, c_visit, c_scale)
+        on_visited = rows.ravel()[flat]
+        visited_mass = np.bincount(flat // rows.shape[1], on_visited, minlength=live.size)
+        visited_value = np.bincount(flat // rows.shape[1], on_visited * q_visited, minlength=live.size)
+        value[live] = mixed * (1.0 - visited_mass) + visited_value
+        policy[live] = rows
+    return policy, value

@@ -78,6 +78,12 @@ class SearchOutput:
         or the improved policy softmax(logits + sigma(completed Q)) (Gumbel).
     visits: ``int32 [B, 200]`` root children's visit counts.
     root_value: ``float32 [B]`` the root's mean value, side to move's view.
+    search_value: ``float32 [B]`` the value the search gives the root, side to
+        move's view, as a training target: the root's mean value (PUCT, whose
+        visits follow its best actions), or the improved policy's expectation
+        of the completed Q (Gumbel, whose sequential halving visits bad
+        actions as often as good ones early on: its mean value understates
+        the position). A finished game's result.
     tree: the search trees (pass to ``reuse`` for the next move).
     """
 
@@ -85,6 +91,7 @@ class SearchOutput:
     policy: np.ndarray
     visits: np.ndarray
     root_value: np.ndarray
+    search_value: np.ndarray
     tree: Tree
 
 
@@ -339,13 +346,16 @@ def search(
         _simulate(tree, evaluator, config, k, noise, root, interior)
 
     visits = tree.children_visits[:, 0].copy()
+    root_value = tree.node_values[:, 0].copy()
     if config.algorithm == "puct":
+        search_value = root_value
         policy = puct.visit_policy(visits, 1.0)
         choice = puct.visit_policy(visits, config.temperature)
         u = rng.random((b, 1))
         action = np.minimum((np.cumsum(choice, axis=1) < u).sum(axis=1), legal.shape[1] - 1)
         action = np.where(choice.sum(axis=1) > 0, action, legal.argmax(axis=1))
     else:
-        policy = gumbel.root_policy(tree, config.c_visit, config.c_scale)
+        policy, search_value = gumbel.root_policy(tree, config.c_visit, config.c_scale)
+        search_value = np.where(tree.num_legal[:, 0] > 0, search_value, root_value)
         action = root.final_action(tree)
-    return SearchOutput(action.astype(np.int64), policy, visits, tree.node_values[:, 0].copy(), tree)
+    return SearchOutput(action.astype(np.int64), policy, visits, root_value, search_value, tree)

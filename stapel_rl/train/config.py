@@ -65,7 +65,8 @@ class TrainConfig:
     total_steps: int = 10000  # gradient steps the cosine schedule spans
     train_precision: str = "fp32"  # gradient steps: fp32, bf16 (autocast forward, fp32 weights), auto (bf16 if native)
     points_weight: float = 0.25  # weight of the auxiliary points loss (models with points_head)
-    value_mix: float = 0.0  # value target: (1 - value_mix) * game result + value_mix * search root value
+    value_mix: float = 0.0  # value target: (1 - value_mix) * game result + value_mix * the search's value
+    # (SearchOutput.search_value: Gumbel's improved policy's expected Q, PUCT's root mean)
     eval_every: int = 0  # iterations between evaluations (0 = only by eval_every_minutes)
     eval_every_minutes: float = 10.0  # minutes of the run between evaluations (0 = only by eval_every)
     eval_opponents: List[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs

@@ -30,7 +30,7 @@ FIELDS = {
     "legal_action_mask": ((NUM_ACTIONS,), bool),
     "policy": ((NUM_ACTIONS,), np.float32),  # search policy target over canonical actions
     "value": ((), np.float32),  # final result from the view of the player to move
-    "root_value": ((), np.float32),  # the search's root value at the time, same view
+    "root_value": ((), np.float32),  # the search's value of the position at the time (SearchOutput.search_value)
     "points_diff": ((), np.float32),  # final Variant II points, player to move minus opponent
     "version": ((), np.int32),  # weights that searched it: the learner iteration that made them (0 = initial)
     "actor": ((), np.int16),  # self-play process that played it (-1: the learner's own process)

@@ -114,7 +114,7 @@ class SelfPlay:
             black = rows["current_player"] == 1
             policy = out.policy[live]
             rows["policy"] = np.where(black[:, None], policy[:, ROTATE_ACTION], policy)
-            rows["root_value"] = out.root_value[live]
+            rows["root_value"] = out.search_value[live]
             rows["serial"] = self.serial[live]
             rows["version"] = np.full(live.size, self.version, np.int32)
             rows["actor"] = np.full(live.size, self.actor, np.int16)
