@@ -26,6 +26,7 @@ from stapel_rl.train.checkpoint import atomic_write_bytes, list_checkpoints, loa
 
 #: name -> (what changes against the old default, stapel-train overrides)
 ROWS = {
+    "default": ("today's default config, unchanged", []),
     "old_default": ("the previous default: 10x10 grid network, fp32 self-play in the training process",
                     ["model.layout=grid", "train.inference_precision=fp32", "train.selfplay_workers=0",
                      "mcts.skip_forced=false", "train.train_precision=fp32"]),
@@ -45,7 +46,8 @@ ROWS = {
     "replay_120k": ("replay window 120k positions", ["train.replay_capacity=120000"]),
     "sample_ratio_4": ("4 training samples per new position instead of 2", ["train.sample_ratio=4"]),
     "lr_constant": ("constant learning rate instead of cosine", ["train.lr_schedule=constant"]),
-    "value_mix_05": ("value target: half game result, half search root value", ["train.value_mix=0.5"]),
+    "value_mix_05": ("value target: half game result, half the search's value (Gumbel: its improved policy's "
+                     "expected Q)", ["train.value_mix=0.5"]),
     "playout_cap": ("playout-cap randomisation: 25% full searches, the rest 4 simulations",
                     ["mcts.fast_simulations=4", "mcts.full_search_prob=0.25"]),
     "games_256": ("256 self-play games at once instead of 128", ["train.num_games=256"]),

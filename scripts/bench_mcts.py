@@ -5,12 +5,16 @@
    runs from mid-game positions (20 random plies) and reuses the previous
    search's tree arrays, as self-play does.
 2. Positions/s of a network preset alone (batch 512, ``NetworkEvaluator``):
-   the fp32 10x10 reference and the fast path self-play uses (10x5 compact
-   layout, batch norm folded, bf16 where native; see scripts/bench_net.py).
-3. A search with the fast network: simulations/s and the share of the
-   search's wall time spent inside the network (evaluator time / search time).
+   the fp32 10x10 reference and the fast path self-play uses (batch norm
+   folded, bf16 where native, in ``--layout``: the default config's 10x10
+   grid, or the 10x5 compact one; see scripts/bench_net.py).
+3. A search with the fast network, as self-play searches (forced actions
+   played on through, at most ``--forced-rounds`` per node, ``mcts.forced_rounds``):
+   simulations/s and the share of the search's wall time spent inside the
+   network (evaluator time / search time).
 
-Usage: python scripts/bench_mcts.py [--model small] [--net-batch 512] [--net-sims 32] [--quick]
+Usage: python scripts/bench_mcts.py [--model small] [--layout grid] [--net-batch 512] [--net-sims 32]
+                                    [--forced-rounds 2] [--quick]
 """
 
 from __future__ import annotations
@@ -48,6 +52,11 @@ def main() -> None:
     parser.add_argument("--model", default="small", choices=sorted(PRESETS), help="network size (default: the default config's)")
     parser.add_argument("--net-batch", type=int, default=512, help="games searched at once with the network")
     parser.add_argument("--net-sims", type=int, default=32, help="simulations per search with the network")
+    parser.add_argument("--layout", default="grid", choices=["grid", "compact"],
+                        help="the fast network's input layout (default: the default config's)")
+    parser.add_argument("--forced-rounds", type=int, default=2,
+                        help="section 3: forced actions a node plays on through at most (self-play's "
+                             "mcts.forced_rounds; -1: no cap)")
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
     args = parser.parse_args()
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
@@ -68,9 +77,10 @@ def main() -> None:
     state = midgame(args.net_batch, 20, rng)
     reference = NetworkEvaluator(PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout="grid")),
                                  device="cpu", precision="fp32", fold=False)
-    net = PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout="compact"))
+    net = PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout=args.layout))
     evaluator = NetworkEvaluator(net, device="cpu")
-    for name, e in (("fp32 10x10", reference), (f"fast ({evaluator.precision} 10x5)", evaluator)):
+    shape = "10x10" if args.layout == "grid" else "10x5"
+    for name, e in (("fp32 10x10", reference), (f"fast ({evaluator.precision} {shape})", evaluator)):
         e(state)
         e.reset_stats()
         for _ in range(repeats * 3):
@@ -78,9 +88,11 @@ def main() -> None:
         print(f"{name:>16}: positions/s {e.positions_per_second:,.0f}")
     print(f"parameters {sum(p.numel() for p in net.parameters()):,}")
 
-    print(f"\n3. search with the fast network '{args.model}': B={args.net_batch}, {args.net_sims} simulations")
+    rounds = None if args.forced_rounds < 0 else args.forced_rounds
+    print(f"\n3. search with the fast network '{args.model}': B={args.net_batch}, {args.net_sims} simulations, "
+          f"forced rounds {rounds}")
     for algorithm in ("puct", "gumbel"):
-        config = SearchConfig(args.net_sims, algorithm)
+        config = SearchConfig(args.net_sims, algorithm, forced_rounds=rounds)
         out = search(state, evaluator, config, rng)
         evaluator.reset_stats()
         start = time.perf_counter()

@@ -30,7 +30,8 @@ def test_two_rows_train_score_and_resume(tmp_path, capsys):
         assert row["ci"][0] <= row["score"] <= row["ci"][1] and row["positions"] > 0 and row["iterations"] == 1
         assert row["command"].startswith("stapel-match mcts:")
     table = (tmp_path / "ablations.md").read_text()
-    assert "| value_mix_05 | value target: half game result, half search root value |" in table
+    assert "| value_mix_05 | value target: half game result, half the search's value (Gumbel: its improved " \
+           "policy's expected Q) |" in table
     # The value_mix row really trained with its override.
     config = (tmp_path / "value_mix_05" / ".hydra" / "config.yaml").read_text()
     assert "value_mix: 0.5" in config

@@ -80,7 +80,7 @@ def analyse(agent: Agent, fen: str, variant: str, simulations: int, top: int = 5
             "prior": round(float(prior[a]), 4),
             "q": round(float(q[a]), 4) if visits[a] > 0 else None,
         })
-    value = float(out.root_value[0])
+    value = float(out.search_value[0])  # Gumbel: the improved policy's value, not the mean over halving's visits
     mover = int(state.current_player[0])
     return {
         "fen": fen,
