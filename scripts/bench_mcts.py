@@ -1,17 +1,17 @@
 """Batched MCTS throughput, the network's speed, and how much of a search the network takes.
 
 1. Simulations/s with the uniform evaluator (rules only, no network) for
-   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel. Each search
+   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel.
+   All searches play forced actions on through as self-play's do, at most
+   ``--forced-rounds`` per node (``mcts.forced_rounds``). Each search
    runs from mid-game positions (20 random plies) and reuses the previous
    search's tree arrays, as self-play does.
 2. Positions/s of a network preset alone (batch 512, ``NetworkEvaluator``):
    the fp32 10x10 reference and the fast path self-play uses (batch norm
    folded, bf16 where native, in ``--layout``: the default config's 10x10
    grid, or the 10x5 compact one; see scripts/bench_net.py).
-3. A search with the fast network, as self-play searches (forced actions
-   played on through, at most ``--forced-rounds`` per node, ``mcts.forced_rounds``):
-   simulations/s and the share of the search's wall time spent inside the
-   network (evaluator time / search time).
+3. A search with the fast network: simulations/s and the share of the
+   search's wall time spent inside the network (evaluator time / search time).
 
 Usage: python scripts/bench_mcts.py [--model small] [--layout grid] [--net-batch 512] [--net-sims 32]
                                     [--forced-rounds 2] [--quick]
@@ -55,7 +55,7 @@ def main() -> None:
     parser.add_argument("--layout", default="grid", choices=["grid", "compact"],
                         help="the fast network's input layout (default: the default config's)")
     parser.add_argument("--forced-rounds", type=int, default=2,
-                        help="section 3: forced actions a node plays on through at most (self-play's "
+                        help="forced actions a search node plays on through at most (self-play's "
                              "mcts.forced_rounds; -1: no cap)")
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
     args = parser.parse_args()
@@ -64,13 +64,15 @@ def main() -> None:
     rng = np.random.default_rng(0)
     print(f"MCTS benchmark | torch {torch.__version__}, {torch.get_num_threads()} threads | numpy {np.__version__}")
 
-    print("\n1. uniform evaluator (rules only), simulations/s")
+    rounds = None if args.forced_rounds < 0 else args.forced_rounds
+    print(f"\n1. uniform evaluator (rules only), simulations/s, forced rounds {rounds}")
     print(f"{'algorithm':>9} {'B':>5} {'sims':>5} {'sims/s':>10}")
     for algorithm in ("puct", "gumbel"):
         for batch in (64, 512):
             state = midgame(batch, 20, rng)
             for sims in (32, 128):
-                rate = sims_per_second(state, UniformEvaluator(), SearchConfig(sims, algorithm), repeats)
+                config = SearchConfig(sims, algorithm, forced_rounds=rounds)
+                rate = sims_per_second(state, UniformEvaluator(), config, repeats)
                 print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}", flush=True)
 
     print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
@@ -88,7 +90,6 @@ def main() -> None:
         print(f"{name:>16}: positions/s {e.positions_per_second:,.0f}")
     print(f"parameters {sum(p.numel() for p in net.parameters()):,}")
 
-    rounds = None if args.forced_rounds < 0 else args.forced_rounds
     print(f"\n3. search with the fast network '{args.model}': B={args.net_batch}, {args.net_sims} simulations, "
           f"forced rounds {rounds}")
     for algorithm in ("puct", "gumbel"):

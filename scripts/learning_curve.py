@@ -91,6 +91,8 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--labels", nargs="+", default=None, help="legend names of the runs (default: folder names)")
     parser.add_argument("--out", default=None, help="results folder (default tournaments/learning_curve_<variant>)")
     parser.add_argument("--plot", default=None, help="figure (default docs/learning_curve_<variant>.png)")
+    parser.add_argument("--ray", action="store_true",
+                        help="play the pairings as Ray tasks (a local Ray uses every core; pip install -e '.[ray]')")
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out or f"tournaments/learning_curve_{args.variant}")
     figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
@@ -113,7 +115,7 @@ def main(argv: "list[str] | None" = None) -> int:
     config = TournamentConfig(players, get_variant(args.variant), args.pairs, seed=args.seed, schedule=schedule)
     with tqdm(total=2 * args.pairs * len(schedule), desc="games", unit="game") as bar:
         bar.update(len(load_results(out / "games.jsonl")))
-        games = run(config, out, progress=bar)
+        games = run(config, out, progress=bar, use_ray=args.ray)
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]
     ratings = rate(players, [index[g["white"]] for g in games], [index[g["black"]] for g in games],
