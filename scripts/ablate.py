@@ -51,6 +51,7 @@ ROWS = {
     "playout_cap": ("playout-cap randomisation: 25% full searches, the rest 4 simulations",
                     ["mcts.fast_simulations=4", "mcts.full_search_prob=0.25"]),
     "games_256": ("256 self-play games at once instead of 128", ["train.num_games=256"]),
+    "games_512": ("512 self-play games at once instead of 128", ["train.num_games=512"]),
     "bf16_train": ("gradient steps under bf16 autocast (the learner bounds the iteration rate)",
                    ["train.train_precision=bf16"]),
     "sims32_bf16_train": ("32 simulations (the workers' idle time) and bf16 training",
