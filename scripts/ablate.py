@@ -50,6 +50,8 @@ ROWS = {
                      "expected Q)", ["train.value_mix=0.5"]),
     "playout_cap": ("playout-cap randomisation: 25% full searches, the rest 4 simulations",
                     ["mcts.fast_simulations=4", "mcts.full_search_prob=0.25"]),
+    "points_aux": ("auxiliary target: a head regressing the final back-row points difference (Variant II's "
+                   "score; on by default in Variant II), loss weight 0.25", ["model.points_head=true"]),
     "games_256": ("256 self-play games at once instead of 128", ["train.num_games=256"]),
     "games_512": ("512 self-play games at once instead of 128", ["train.num_games=512"]),
     "bf16_train": ("gradient steps under bf16 autocast (the learner bounds the iteration rate)",

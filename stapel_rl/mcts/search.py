@@ -164,9 +164,9 @@ def _evaluate(
         values *= -ILLEGAL_VALUE
         tree.children_values[g, n] = values
     else:
-        prior = legal = None
+        prior = None
     if interior is not None:
-        interior.expanded(tree, games, nodes, forced, live, prior, legal)
+        interior.expanded(games, nodes, forced, live, prior)
     tree.raw_values[games, nodes] = value
 
 

@@ -35,10 +35,6 @@ class Tree:
         children_values: ``float32 [B, N, A]`` mean value of each child from the
             view of the player to move at the parent; 0 before its first visit,
             ``ILLEGAL_VALUE`` for illegal actions of expanded nodes.
-        children_log_prior: ``float32 [B, N, A]`` Gumbel search's scratch: log of
-            the prior (at least 1e-30), -inf on illegal actions, valid only where
-            the current search wrote it. Never cleared nor kept by ``subtree``,
-            so a PUCT search never touches its memory.
         player: ``int8 [B, N]`` player to move at the node (0 White, 1 Black).
         terminal: ``bool [B, N]`` the game is over at the node.
         forced: ``int32 [B, N]`` the only legal action of the node, -1 if it has
@@ -59,7 +55,6 @@ class Tree:
     children_prior: np.ndarray
     children_visits: np.ndarray
     children_values: np.ndarray
-    children_log_prior: np.ndarray
     player: np.ndarray
     terminal: np.ndarray
     forced: np.ndarray
@@ -122,7 +117,6 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
         children_prior=np.zeros((b, n, NUM_ACTIONS), np.float32),
         children_visits=np.zeros((b, n, NUM_ACTIONS), np.int32),
         children_values=np.zeros((b, n, NUM_ACTIONS), np.float32),
-        children_log_prior=np.empty((b, n, NUM_ACTIONS), np.float32),
         player=np.zeros((b, n), np.int8),
         terminal=np.zeros((b, n), bool),
         forced=np.full((b, n), -1, np.int32),
