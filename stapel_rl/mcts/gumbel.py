@@ -34,7 +34,7 @@ def log_prior(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
     """Prior logits ``[G, A]`` (log of the stored prior; -inf on illegal actions)."""
     prior = tree.children_prior[games, nodes]
     with np.errstate(divide="ignore"):
-        return np.where(tree.legal[games, nodes], np.log(np.maximum(prior, 1e-30)), NEG_INF).astype(np.float32)
+        return np.where(tree.legal[games, nodes], np.log(np.maximum(prior, TINY_PRIOR)), NEG_INF).astype(np.float32)
 
 
 def _mixed_value(raw: np.ndarray, total: np.ndarray, visited_prior: np.ndarray, weighted_q: np.ndarray) -> np.ndarray:
@@ -104,8 +104,8 @@ class _Visited:
         counts = visits.ravel()[flat].astype(np.float32)
         max_visits = np.zeros(g, np.float32)
         np.maximum.at(max_visits, rows, counts)
-        return cls(rows, flat, q, counts, node_visits, has_unvisited, visited_prior, mixed, low, np.maximum(high - low, 1e-8),
-                   _sigma_coefficient(c_visit, c_scale, max_visits))
+        return cls(rows, flat, q, counts, node_visits, has_unvisited, visited_prior, mixed, low,
+                   np.maximum(high - low, 1e-8), _sigma_coefficient(c_visit, c_scale, max_visits))
 
     def sigma(self, q: np.ndarray, rows: "np.ndarray | slice" = slice(None)) -> np.ndarray:
         """sigma of completed Q values ``q`` at nodes ``rows``."""
