@@ -912,6 +912,25 @@ def test_gumbel_first_choice_at_new_nodes_matches_reference():
     assert differ > 100  # the formula's rounding ties do occur; the choice is then the first of highest prior
 
 
+def tree_with_children(prior, legal, visits, q, raw):
+    """Trees whose root (node 0) has children priors ``prior``, legal actions ``legal``, visit counts
+    ``visits`` and mean values ``q`` (all ``[G, A]``) and value ``raw`` ``[G]``: each visited child is
+    a node of its own, as the search makes them, holding its visits."""
+    g = prior.shape[0]
+    game, action = np.nonzero(visits)
+    child = 1 + np.cumsum(visits > 0, axis=1)[game, action] - 1
+    tree = allocate(init(VARIANT_I, g), 1 + max((visits > 0).sum(axis=1).max(), 1))
+    tree.states.legal_action_mask[:, 0], tree.num_legal[:, 0] = legal, legal.sum(axis=1)
+    tree.children_prior[:, 0], tree.children_visits[:, 0] = prior, visits
+    tree.children_values[:, 0] = np.where(visits > 0, q, np.where(legal, 0, -1e9))
+    tree.node_visits[:, 0], tree.raw_values[:, 0] = 1 + visits.sum(axis=1), raw
+    tree.children_index[game, 0, action] = child
+    tree.parents[game, child], tree.action_from_parent[game, child] = 0, action
+    tree.node_visits[game, child] = visits[game, action]
+    tree.num_nodes[:] = 1 + (visits > 0).sum(axis=1)
+    return tree
+
+
 def test_gumbel_interior_choice_scores_the_formulas_best():
     """Random nodes with visited children: uniform priors (exact ties), spread ones, sharp ones whose
     unvisited priors all underflow to 0, and nodes with every legal child visited."""
@@ -933,15 +952,15 @@ def test_gumbel_interior_choice_scores_the_formulas_best():
         prior[row, cols], legal[row, cols] = (p / p.sum()).astype(np.float32), True
         visits[row, cols[seen]] = rng.integers(1, 10, seen.sum())
         q[row, cols[seen]] = rng.uniform(-1, 1, seen.sum())
-    tree = allocate(init(VARIANT_I, g), 2)
-    games, nodes = np.arange(g), np.ones(g, np.int64)
-    tree.states.legal_action_mask[:, 1], tree.num_legal[:, 1] = legal, legal.sum(axis=1)
-    tree.children_prior[:, 1], tree.children_visits[:, 1] = prior, visits
-    tree.children_values[:, 1] = np.where(visits > 0, q, np.where(legal, 0, -1e9))
-    tree.node_visits[:, 1], tree.raw_values[:, 1] = 1 + visits.sum(axis=1), rng.uniform(-1, 1, g)
-    chosen = SELECT_INTERIOR(tree, games, nodes, 50.0, 0.1)
-    differ = assert_best_interior_choice(tree, games, nodes, chosen, 50.0, 0.1)
+    raw = rng.uniform(-1, 1, g)
+    chosen, differ = np.zeros(g, np.int64), 0
+    for part in np.array_split(np.arange(g), 4):  # trees of 1,000 games: a few tens of MB each
+        tree = tree_with_children(prior[part], legal[part], visits[part], q[part], raw[part])
+        games, nodes = np.arange(part.size), np.zeros(part.size, np.int64)
+        chosen[part] = SELECT_INTERIOR(tree, games, nodes, 50.0, 0.1)
+        differ += assert_best_interior_choice(tree, games, nodes, chosen[part], 50.0, 0.1)
     assert differ < g // 100
+    games = np.arange(g)
     unvisited = visits[games, chosen] == 0
     left = legal & (visits == 0)
     lost = left.any(axis=1) & (np.where(left, prior, 0).max(axis=1) == 0)  # every unvisited prior is 0
@@ -1049,3 +1068,22 @@ def test_backup_of_all_paths_at_once_matches_the_level_by_level_one(algorithm, m
     s = random_positions(VARIANT_I, 12, 30, seed=7)
     searches_with_reuse(s, RandomEvaluator(5, scale=2.0), SearchConfig(num_simulations=24, algorithm=algorithm), 3)
     assert len(checked) == 48
+
+
+@pytest.mark.parametrize("wild", [None, 1.05e9, -5e9, np.inf])
+def test_new_nodes_priors_are_the_masked_softmax_bit_for_bit(wild):
+    """The priors of new nodes come from adding the ILLEGAL_VALUE penalty, not masking: the same float32
+    numbers as ``masked_softmax``, also where a logit is too large for the penalty to hide it."""
+    search_module = importlib.import_module("stapel_rl.mcts.search")
+    rng = np.random.default_rng(3)
+    logits = (rng.normal(size=(64, 200)) * 8).astype(np.float32)
+    legal = rng.random((64, 200)) < 0.1
+    legal[:, 7] = True
+    if wild is not None:
+        logits[5, ~legal[5]] = wild  # illegal actions' logits above (or below) what -1e9 outweighs
+        logits[9, 7] = -wild
+    penalty = np.where(legal, 0, search_module.ILLEGAL_VALUE).astype(np.float32)
+    prior = search_module._softmax_live(logits, penalty, legal)
+    expected = search_module.masked_softmax(logits, legal)
+    np.testing.assert_array_equal(prior, expected)
+    assert (prior[~legal] == 0).all()

@@ -30,7 +30,7 @@ from stapel_rl.env.geometry import (
     shift,
     unshift,
 )
-from stapel_rl.env.state import ARRAY_FIELDS, State, concatenate, put, take
+from stapel_rl.env.state import ARRAY_FIELDS, State, put, take
 from stapel_rl.env.variants import Variant, get_variant
 
 _ZERO = np.uint64(0)
@@ -102,7 +102,9 @@ def _legal_actions(
         may_continue |= (shift(shift(boards[:, d], d), d) & leap_from) != _ZERO
 
     steppers = np.where(has_capture, _ZERO, own)
-    long_capture = has_capture & (may_continue | in_capture)
+    # The maximum rule chooses among first leaps: with only one, it is the mask.
+    first_leaps = np.bitwise_count(boards).sum(axis=1, dtype=np.int16)
+    long_capture = has_capture & (may_continue | in_capture) & (first_leaps > 1)
     for d in range(NUM_DIRECTIONS):
         forward = black_to_move if d >= 2 else ~black_to_move
         plain = steppers & forward & unshift(empty, d)
@@ -323,20 +325,17 @@ def play_forced(
     if not index.size:
         return state, played
     games = take(state, index)  # the games still on a forced action, and their rows in ``state``
-    settled_index, settled = [], []
+    out = state  # replaced by a copy at the first round
     while index.size and (max_rounds is None or len(played) < max_rounds):
         actions = games.legal_action_mask.argmax(axis=1)
         games = step(games, actions, validate=False)
         played.append((index, actions))
+        # Write back every game stepped (cheaper than picking out the settled ones); the rest play on.
+        out = put(out, index, games, copy=out is state)
         more = ~games.done & (games.legal_action_mask.sum(axis=1) == 1)
         if not more.all():
-            settled_index.append(index[~more])
-            settled.append(take(games, ~more))
             index, games = index[more], take(games, more)
-    if index.size:  # stopped by max_rounds
-        settled_index.append(index)
-        settled.append(games)
-    return put(state, np.concatenate(settled_index), concatenate(settled)), played
+    return out, played
 
 
 def reset_games(state: State, which: np.ndarray) -> State:

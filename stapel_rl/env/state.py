@@ -92,14 +92,17 @@ def take(state: State, index) -> State:
     return State(**{name: getattr(state, name)[index] for name in ARRAY_FIELDS}, variant=state.variant)
 
 
-def put(state: State, index: np.ndarray, games: State) -> State:
-    """A copy of ``state`` with the games ``index`` (``int [G]``) replaced by ``games`` (batch ``G``)."""
+def put(state: State, index: np.ndarray, games: State, copy: bool = True) -> State:
+    """A copy of ``state`` with the games ``index`` (``int [G]``) replaced by ``games`` (batch ``G``).
+
+    ``copy=False`` replaces them in ``state`` itself and returns it.
+    """
     fields = {}
     for name in ARRAY_FIELDS:
-        array = getattr(state, name).copy()
+        array = getattr(state, name).copy() if copy else getattr(state, name)
         array[index] = getattr(games, name)
         fields[name] = array
-    return State(**fields, variant=state.variant)
+    return State(**fields, variant=state.variant) if copy else state
 
 
 def concatenate(states: "list[State]") -> State:

@@ -19,6 +19,7 @@ order, so in-tree choices agree with the formulas up to near-ties (within
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
@@ -52,12 +53,20 @@ def _sigma_coefficient(c_visit: float, c_scale: float, max_visits: np.ndarray) -
     return (c_visit + max_visits) * c_scale
 
 
+@functools.lru_cache(maxsize=8)
+def _game_offsets(b: int, n: int) -> np.ndarray:
+    """``int64 [B * N]``: game * N for every flat node of B trees of N nodes (read-only)."""
+    offsets = np.repeat(np.arange(b, dtype=np.int64) * n, n)
+    offsets.flags.writeable = False
+    return offsets
+
+
 @dataclasses.dataclass
 class _Visited:
     """The visited children of G nodes and their completed Q, all from the tree.
 
     Attributes:
-        rows: ``int64 [V]`` each visited child's row (its node's index among the G), ascending.
+        rows: ``int64 [V]`` each visited child's row (its node's index among the G), in no set order.
         flat: ``int64 [V]`` its position in a ``[G, A]`` row-major array.
         q: ``float32 [V]`` its mean value (its completed Q).
         visits: ``float32 [V]`` its visit count.
@@ -82,12 +91,23 @@ class _Visited:
     coef: np.ndarray
 
     @classmethod
-    def of(cls, tree: Tree, node: np.ndarray, visits: np.ndarray, c_visit: float, c_scale: float) -> "_Visited":
-        """At expanded nodes ``node`` (flat: game * N + node) with children visits ``visits`` ``[G, A]``."""
-        g, a = visits.shape
-        flat = (visits > 0).ravel().nonzero()[0]  # on bools: several times faster than on the counts
-        rows = flat // a
-        at = node[rows] * a + (flat - rows * a)  # the visited children in the tree's [B, N, A] arrays
+    def of(cls, tree: Tree, node: np.ndarray, c_visit: float, c_scale: float) -> "_Visited":
+        """At distinct expanded nodes ``node`` (flat: game * N + node)."""
+        g, a = node.size, tree.children_prior.shape[2]
+        # A node's visited children are its expanded ones (a simulation that creates a node backs it up),
+        # so they are the nodes whose parent is in ``node``: found in the [B, N] parent links, not by
+        # reading G rows of 200 visit counts. ``row_of`` maps a flat node to its row, -1 (also at the
+        # extra last entry, where parentless nodes point) if it has none.
+        row_of = np.full(tree.batch_size * tree.capacity + 1, -1, np.int32)
+        row_of[node] = np.arange(g, dtype=np.int32)
+        parents = tree.parents.reshape(-1)
+        parent = np.where(parents >= 0, _game_offsets(tree.batch_size, tree.capacity) + parents, row_of.size - 1)
+        row_of_parent = row_of[parent]
+        child = (row_of_parent >= 0).nonzero()[0]  # flat, ascending: each game's children in creation order
+        rows = row_of_parent[child].astype(np.int64)
+        actions = tree.action_from_parent.reshape(-1)[child]
+        flat = rows * a + actions
+        at = node[rows] * a + actions  # the visited children in the tree's [B, N, A] arrays
         q = tree.children_values.ravel()[at]
         prior = tree.children_prior.ravel()[at]
         node_visits = tree.node_visits.reshape(-1)[node].astype(np.float32)
@@ -101,7 +121,7 @@ class _Visited:
         high = np.where(has_unvisited, mixed, NEG_INF)
         np.minimum.at(low, rows, q)
         np.maximum.at(high, rows, q)
-        counts = visits.ravel()[flat].astype(np.float32)
+        counts = tree.node_visits.reshape(-1)[child].astype(np.float32)  # a child's visits are its edge's
         max_visits = np.zeros(g, np.float32)
         np.maximum.at(max_visits, rows, counts)
         return cls(rows, flat, q, counts, node_visits, has_unvisited, visited_prior, mixed, low,
@@ -119,7 +139,7 @@ def _improved_rows(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: fl
     a = tree.children_prior.shape[2]
     node = games * tree.capacity + nodes
     logits = log_prior(tree, games, nodes)
-    seen = _Visited.of(tree, node, tree.children_visits.reshape(-1, a)[node], c_visit, c_scale)
+    seen = _Visited.of(tree, node, c_visit, c_scale)
     # The unvisited children's sigma for all, then the visited ones'; illegal ones stay -inf.
     z = logits + seen.sigma(seen.mixed)[:, None]
     z.ravel()[seen.flat] = logits.ravel()[seen.flat] + seen.sigma(seen.q, seen.rows)
@@ -143,7 +163,7 @@ def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: f
     g, a = games.size, tree.children_prior.shape[2]
     node = games * tree.capacity + nodes
     prior = tree.children_prior.reshape(-1, a)[node]  # a copy: the visited ones are zeroed below
-    seen = _Visited.of(tree, node, tree.children_visits.reshape(-1, a)[node], c_visit, c_scale)
+    seen = _Visited.of(tree, node, c_visit, c_scale)
     rows, flat = seen.rows, seen.flat
     # log_prior's logits, at the few places needed: priors below 1e-30 count as 1e-30.
     z_visited = np.log(np.maximum(prior.ravel()[flat], TINY_PRIOR)) + seen.sigma(seen.q, rows)

@@ -156,27 +156,38 @@ def _evaluate(
         evaluation = evaluator(states if every else take(states, live))
         value[live] = evaluation.value
         legal = states.legal_action_mask if every else states.legal_action_mask[live]
-        prior = _softmax_live(evaluation.logits, legal)
-        g, n = games[live], nodes[live]
-        tree.children_prior[g, n] = prior
         # 0 where legal, ILLEGAL_VALUE (exactly -1e9 in float32) elsewhere: cheaper than np.where.
         values = np.subtract(legal, np.float32(1), dtype=np.float32)
         values *= -ILLEGAL_VALUE
+        prior = _softmax_live(evaluation.logits, values, legal)
+        g, n = games[live], nodes[live]
+        tree.children_prior[g, n] = prior
         tree.children_values[g, n] = values
     else:
         prior = None
+    if live.size < over.size:  # a finished game's node has no children; clear what an earlier search left
+        g, n = games[over], nodes[over]
+        tree.children_prior[g, n] = 0
+        tree.children_values[g, n] = 0
     if interior is not None:
         interior.expanded(games, nodes, forced, live, prior)
     tree.raw_values[games, nodes] = value
 
 
-def _softmax_live(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
+def _softmax_live(logits: np.ndarray, penalty: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """``masked_softmax`` for rows with at least one legal action, bit for bit, in fewer passes.
 
-    exp(-inf) is 0, so illegal actions need no second mask, and the row
-    maximum is finite.
+    ``penalty`` is 0 on legal actions and ILLEGAL_VALUE elsewhere: adding it
+    (one pass, where masking with ``legal`` takes three times as long) keeps
+    the legal logits exact, and once the row maximum, a legal logit, is
+    subtracted, exp underflows to exactly 0 on the illegal ones. That holds
+    while every logit is within 1e8 of 0 (two whole-array reductions check
+    it, cheaper than row-wise ones); otherwise ``legal`` masks.
     """
-    z = np.where(legal, logits, NEG_INF)
+    if -1e8 <= logits.min() and logits.max() <= 1e8:
+        z = logits + penalty
+    else:
+        z = np.where(legal, logits, NEG_INF)
     z -= z.max(axis=1, keepdims=True)
     e = np.exp(z, out=z)
     e /= e.sum(axis=1, keepdims=True)

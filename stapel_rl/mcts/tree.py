@@ -87,6 +87,8 @@ _FILL = {
 PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal",
             "forced", "num_legal")
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
+#: Per-child arrays whose row a node's expansion writes whole (``search._evaluate``).
+WRITTEN_AT_EXPANSION = ("children_prior", "children_values")
 
 
 def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
@@ -95,11 +97,14 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
     With ``out`` (a tree of the same batch size and at least that capacity) its
     arrays are cleared and reused: the [B, N, A] arrays are tens of MB, and
     fresh memory page-faults on first touch, which costs more than clearing.
+    The children's priors and values are not cleared: a node's rows of them
+    are written whole when it is expanded, before anything reads them.
     """
     b, n = root.batch_size, int(capacity)
     if out is not None and out.batch_size == b and out.capacity >= n and out.states.variant == root.variant:
         for name, fill in _FILL.items():
-            getattr(out, name).fill(fill)
+            if name not in WRITTEN_AT_EXPANSION:
+                getattr(out, name).fill(fill)
         out.num_nodes.fill(1)
         write_states(out, np.arange(b), np.zeros(b, np.int64), root)
         return out
@@ -147,15 +152,25 @@ def grow(tree: Tree, capacity: int) -> Tree:
     return out
 
 
+def _rows(array: np.ndarray) -> np.ndarray:
+    """``array`` ``[B, N, ...]`` as ``[B * N, ...]``: one flat index per node is cheaper than two."""
+    return array.reshape((-1,) + array.shape[2:])
+
+
 def read_states(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> State:
     """The engine states of nodes ``nodes`` of games ``games`` as one batch."""
-    return State(**{f: getattr(tree.states, f)[games, nodes] for f in ARRAY_FIELDS}, variant=tree.states.variant)
+    flat = games * tree.capacity + nodes
+    return State(
+        **{f: np.take(_rows(getattr(tree.states, f)), flat, axis=0) for f in ARRAY_FIELDS},
+        variant=tree.states.variant,
+    )
 
 
 def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State) -> np.ndarray:
     """Store ``states`` at nodes ``nodes`` of games ``games``; returns what it wrote to ``forced`` ``[G]``."""
+    flat = games * tree.capacity + nodes
     for f in ARRAY_FIELDS:
-        getattr(tree.states, f)[games, nodes] = getattr(states, f)
+        _rows(getattr(tree.states, f))[flat] = getattr(states, f)
     tree.player[games, nodes] = states.current_player
     over = states.terminated | states.truncated
     tree.terminal[games, nodes] = over
