@@ -64,6 +64,17 @@ def _masks_to_actions(boards: np.ndarray) -> np.ndarray:
     return np.take(bits, ACTION_BIT_COLUMN, axis=1).view(bool)
 
 
+def count_legal(mask: np.ndarray) -> np.ndarray:
+    """``int32 [B]`` legal actions in each row of a ``bool [B, 200]`` mask.
+
+    A row's 200 bools are 25 words of 8 bytes, each byte 0 or 1: counting
+    the words' set bits is about half the time of summing the bools.
+    """
+    if not mask.flags.c_contiguous:
+        return mask.sum(axis=1, dtype=np.int32)
+    return np.add.reduce(np.bitwise_count(mask.view(np.uint64)), axis=1, dtype=np.int32)
+
+
 def _legal_actions(
     height: np.ndarray,
     colours: np.ndarray,
@@ -321,7 +332,7 @@ def play_forced(
     take a node for their forced action (``SearchConfig.forced_rounds``).
     """
     played = []
-    index = np.flatnonzero(~state.done & (state.legal_action_mask.sum(axis=1) == 1))
+    index = np.flatnonzero(~state.done & (count_legal(state.legal_action_mask) == 1))
     if not index.size:
         return state, played
     games = take(state, index)  # the games still on a forced action, and their rows in ``state``
@@ -332,7 +343,7 @@ def play_forced(
         played.append((index, actions))
         # Write back every game stepped (cheaper than picking out the settled ones); the rest play on.
         out = put(out, index, games, copy=out is state)
-        more = ~games.done & (games.legal_action_mask.sum(axis=1) == 1)
+        more = ~games.done & (count_legal(games.legal_action_mask) == 1)
         if not more.all():
             index, games = index[more], take(games, more)
     return out, played

@@ -54,11 +54,15 @@ def _sigma_coefficient(c_visit: float, c_scale: float, max_visits: np.ndarray) -
 
 
 @functools.lru_cache(maxsize=8)
-def _game_offsets(b: int, n: int) -> np.ndarray:
-    """``int64 [B * N]``: game * N for every flat node of B trees of N nodes (read-only)."""
-    offsets = np.repeat(np.arange(b, dtype=np.int64) * n, n)
-    offsets.flags.writeable = False
-    return offsets
+def _parent_slots(b: int, n: int) -> np.ndarray:
+    """``int64 [B * N]``: game * (N + 1) + 1 for every flat node of B trees of N nodes (read-only).
+
+    Added to a node's parent index, its parent's slot in a ``[B, N + 1]`` array whose column 0
+    stands for "no parent" (index -1).
+    """
+    slots = np.repeat(np.arange(b, dtype=np.int64) * (n + 1) + 1, n)
+    slots.flags.writeable = False
+    return slots
 
 
 @dataclasses.dataclass
@@ -96,13 +100,12 @@ class _Visited:
         g, a = node.size, tree.children_prior.shape[2]
         # A node's visited children are its expanded ones (a simulation that creates a node backs it up),
         # so they are the nodes whose parent is in ``node``: found in the [B, N] parent links, not by
-        # reading G rows of 200 visit counts. ``row_of`` maps a flat node to its row, -1 (also at the
-        # extra last entry, where parentless nodes point) if it has none.
-        row_of = np.full(tree.batch_size * tree.capacity + 1, -1, np.int32)
-        row_of[node] = np.arange(g, dtype=np.int32)
-        parents = tree.parents.reshape(-1)
-        parent = np.where(parents >= 0, _game_offsets(tree.batch_size, tree.capacity) + parents, row_of.size - 1)
-        row_of_parent = row_of[parent]
+        # reading G rows of 200 visit counts. ``row_of``: a node's row, by its slot; -1 if none.
+        b, n = tree.batch_size, tree.capacity
+        slots = _parent_slots(b, n)
+        row_of = np.full(b * (n + 1), -1, np.int32)
+        row_of[slots[node] + node % n] = np.arange(g, dtype=np.int32)
+        row_of_parent = row_of[slots + tree.parents.reshape(-1)]
         child = (row_of_parent >= 0).nonzero()[0]  # flat, ascending: each game's children in creation order
         rows = row_of_parent[child].astype(np.int64)
         actions = tree.action_from_parent.reshape(-1)[child]

@@ -13,6 +13,7 @@ import dataclasses
 
 import numpy as np
 
+from stapel_rl.env.engine import count_legal
 from stapel_rl.env.geometry import NUM_ACTIONS
 from stapel_rl.env.state import ARRAY_FIELDS, State
 
@@ -171,14 +172,16 @@ def write_states(tree: Tree, games: np.ndarray, nodes: np.ndarray, states: State
     flat = games * tree.capacity + nodes
     for f in ARRAY_FIELDS:
         _rows(getattr(tree.states, f))[flat] = getattr(states, f)
-    tree.player[games, nodes] = states.current_player
+    _rows(tree.player)[flat] = states.current_player
     over = states.terminated | states.truncated
-    tree.terminal[games, nodes] = over
+    _rows(tree.terminal)[flat] = over
     mask = states.legal_action_mask
-    count = mask.sum(axis=1)
-    tree.num_legal[games, nodes] = count
-    forced = np.where(count == 1, mask.argmax(axis=1), -1 - over)  # a game over has no legal action
-    tree.forced[games, nodes] = forced
+    count = count_legal(mask)
+    _rows(tree.num_legal)[flat] = count
+    forced = -1 - over.astype(np.int32)  # -1: a choice, -2: the game is over (no legal action)
+    only = np.flatnonzero(count == 1)
+    forced[only] = mask[only].argmax(axis=1)
+    _rows(tree.forced)[flat] = forced
     return forced
 
 
