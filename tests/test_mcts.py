@@ -793,7 +793,7 @@ class ReferenceInterior:
     def refresh(self, tree, games, nodes):
         pass
 
-    def expanded(self, games, nodes, forced, live, prior):
+    def expanded(self, tree, games, nodes, forced, live, prior):
         pass
 
 
@@ -858,8 +858,14 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
 
     choices = []
 
-    def checked_interior(tree, games, nodes, c_visit, c_scale):
-        chosen = SELECT_INTERIOR(tree, games, nodes, c_visit, c_scale)
+    def checked_interior(tree, games, nodes, c_visit, c_scale, unvisited=None, children=None):
+        # What ``Interior`` kept or passed of each node's children, against a recount from the tree.
+        node = games * tree.capacity + nodes
+        for kept, recounted in zip(unvisited or (), gumbel.unvisited_best(tree, node)):
+            np.testing.assert_array_equal(kept, recounted)
+        for passed, recounted in zip(children or (), gumbel.visited_children(tree, node)):
+            np.testing.assert_array_equal(passed, recounted)
+        chosen = SELECT_INTERIOR(tree, games, nodes, c_visit, c_scale, unvisited, children)
         choices.append(assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale))
         return chosen
 
@@ -906,7 +912,7 @@ def test_gumbel_first_choice_at_new_nodes_matches_reference():
     tree.children_prior[:, 1], tree.children_values[:, 1] = prior, np.where(legal, 0, -1e9)
     tree.node_visits[:, 1], tree.raw_values[:, 1] = 1, rng.uniform(-1, 1, g)
     interior = gumbel.Interior.start(tree, 50.0, 0.1)
-    interior.expanded(games, nodes, np.full(g, -1), np.arange(g), prior)
+    interior.expanded(tree, games, nodes, np.full(g, -1), np.arange(g), prior)
     np.testing.assert_array_equal(interior.next_action[:, 1], SELECT_INTERIOR(tree, games, nodes, 50.0, 0.1))
     differ = assert_best_interior_choice(tree, games, nodes, interior.next_action[:, 1], 50.0, 0.1)
     assert differ > 100  # the formula's rounding ties do occur; the choice is then the first of highest prior

@@ -65,6 +65,50 @@ def _parent_slots(b: int, n: int) -> np.ndarray:
     return slots
 
 
+def visited_children(tree: Tree, node: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+    """The visited children of distinct nodes ``node`` (flat: game * N + node): for each, ``int64 [V]``
+    its node's row (index into ``node``), its action and itself (flat), in no set order.
+
+    A node's visited children are its expanded ones (a simulation that creates a node backs it up), so
+    they are the nodes whose parent is in ``node``: found in the [B, N] parent links, not by reading
+    rows of 200 visit counts.
+    """
+    b, n = tree.batch_size, tree.capacity
+    slots = _parent_slots(b, n)
+    row_of = np.full(b * (n + 1), -1, np.int32)  # a node's row, by its slot; -1 if none
+    row_of[slots[node] + node % n] = np.arange(node.size, dtype=np.int32)
+    row_of_parent = row_of[slots + tree.parents.reshape(-1)]
+    child = (row_of_parent >= 0).nonzero()[0]
+    return row_of_parent[child].astype(np.int64), tree.action_from_parent.reshape(-1)[child].astype(np.int64), child
+
+
+def unvisited_best(tree: Tree, node: np.ndarray,
+                   children: "tuple[np.ndarray, np.ndarray] | None" = None) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+    """At distinct expanded nodes ``node`` (flat): the first unvisited legal child of highest prior
+    ``int64 [G]``, its prior and all unvisited children's total prior (``float32 [G]``).
+
+    Where every unvisited legal prior underflowed to 0 the child is the first unvisited legal one;
+    where none is left, any (``select_interior`` ignores it). ``children``: the rows and actions
+    ``visited_children`` gives for ``node``, if known.
+    """
+    g, a = node.size, tree.children_prior.shape[2]
+    rows, actions = visited_children(tree, node)[:2] if children is None else children
+    prior = tree.children_prior.reshape(-1, a)[node]  # a copy: the visited ones are zeroed
+    prior.ravel()[rows * a + actions] = 0
+    best = prior.argmax(axis=1)
+    best_prior = prior[np.arange(g), best]
+    mass = prior.sum(axis=1)
+    lost = np.flatnonzero((best_prior == 0) & (np.bincount(rows, minlength=g) < tree.num_legal.reshape(-1)[node]))
+    if lost.size:
+        left = tree.legal.reshape(-1, a)[node[lost]]  # a copy: the visited ones are cleared
+        lost_row = np.full(g, -1, np.int64)
+        lost_row[lost] = np.arange(lost.size)
+        on_lost = np.flatnonzero(lost_row[rows] >= 0)
+        left.ravel()[lost_row[rows[on_lost]] * a + actions[on_lost]] = False
+        best[lost] = left.argmax(axis=1)
+    return best, best_prior, mass
+
+
 @dataclasses.dataclass
 class _Visited:
     """The visited children of G nodes and their completed Q, all from the tree.
@@ -74,6 +118,7 @@ class _Visited:
         flat: ``int64 [V]`` its position in a ``[G, A]`` row-major array.
         q: ``float32 [V]`` its mean value (its completed Q).
         visits: ``float32 [V]`` its visit count.
+        prior: ``float32 [V]`` its prior.
         node_visits: ``float32 [G]`` the nodes' visits (1 + their children's).
         has_unvisited: ``bool [G]`` some legal child is unvisited.
         visited_prior: ``float32 [G]`` the visited children's total prior.
@@ -86,6 +131,7 @@ class _Visited:
     flat: np.ndarray
     q: np.ndarray
     visits: np.ndarray
+    prior: np.ndarray
     node_visits: np.ndarray
     has_unvisited: np.ndarray
     visited_prior: np.ndarray
@@ -95,20 +141,12 @@ class _Visited:
     coef: np.ndarray
 
     @classmethod
-    def of(cls, tree: Tree, node: np.ndarray, c_visit: float, c_scale: float) -> "_Visited":
-        """At distinct expanded nodes ``node`` (flat: game * N + node)."""
+    def of(cls, tree: Tree, node: np.ndarray, c_visit: float, c_scale: float,
+           children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None) -> "_Visited":
+        """At distinct expanded nodes ``node`` (flat: game * N + node), whose ``visited_children`` are
+        ``children`` if known."""
         g, a = node.size, tree.children_prior.shape[2]
-        # A node's visited children are its expanded ones (a simulation that creates a node backs it up),
-        # so they are the nodes whose parent is in ``node``: found in the [B, N] parent links, not by
-        # reading G rows of 200 visit counts. ``row_of``: a node's row, by its slot; -1 if none.
-        b, n = tree.batch_size, tree.capacity
-        slots = _parent_slots(b, n)
-        row_of = np.full(b * (n + 1), -1, np.int32)
-        row_of[slots[node] + node % n] = np.arange(g, dtype=np.int32)
-        row_of_parent = row_of[slots + tree.parents.reshape(-1)]
-        child = (row_of_parent >= 0).nonzero()[0]  # flat, ascending: each game's children in creation order
-        rows = row_of_parent[child].astype(np.int64)
-        actions = tree.action_from_parent.reshape(-1)[child]
+        rows, actions, child = visited_children(tree, node) if children is None else children
         flat = rows * a + actions
         at = node[rows] * a + actions  # the visited children in the tree's [B, N, A] arrays
         q = tree.children_values.ravel()[at]
@@ -127,7 +165,7 @@ class _Visited:
         counts = tree.node_visits.reshape(-1)[child].astype(np.float32)  # a child's visits are its edge's
         max_visits = np.zeros(g, np.float32)
         np.maximum.at(max_visits, rows, counts)
-        return cls(rows, flat, q, counts, node_visits, has_unvisited, visited_prior, mixed, low,
+        return cls(rows, flat, q, counts, prior, node_visits, has_unvisited, visited_prior, mixed, low,
                    np.maximum(high - low, 1e-8), _sigma_coefficient(c_visit, c_scale, max_visits))
 
     def sigma(self, q: np.ndarray, rows: "np.ndarray | slice" = slice(None)) -> np.ndarray:
@@ -152,7 +190,9 @@ def _improved_rows(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: fl
     return policy, seen
 
 
-def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float) -> np.ndarray:
+def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float,
+                    unvisited: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
+                    children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None) -> np.ndarray:
     """Deterministic in-tree action ``[G]``: argmax over legal actions of improved policy minus visit share.
 
     Scores only the visited children and the best unvisited one. The
@@ -161,24 +201,20 @@ def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: f
     candidate), and their weight in the softmax is their total prior. This is
     the full-row formula's argmax up to float32 rounding at near-ties
     (tests/test_mcts.py holds the choice within 1e-6 of the formula's best
-    score), in five passes over the 200-wide rows instead of about fifteen.
+    score). ``unvisited`` (what ``unvisited_best`` gives at these nodes) and
+    ``children`` (what ``visited_children`` gives) are computed here unless
+    given: ``Interior`` keeps the first from one simulation to the next.
     """
     g, a = games.size, tree.children_prior.shape[2]
     node = games * tree.capacity + nodes
-    prior = tree.children_prior.reshape(-1, a)[node]  # a copy: the visited ones are zeroed below
-    seen = _Visited.of(tree, node, c_visit, c_scale)
+    seen = _Visited.of(tree, node, c_visit, c_scale, children)
     rows, flat = seen.rows, seen.flat
+    if unvisited is None:
+        unvisited = unvisited_best(tree, node, (rows, flat - rows * a))
+    unvisited, best_prior, mass = unvisited
     # log_prior's logits, at the few places needed: priors below 1e-30 count as 1e-30.
-    z_visited = np.log(np.maximum(prior.ravel()[flat], TINY_PRIOR)) + seen.sigma(seen.q, rows)
-    prior.ravel()[flat] = 0
-    unvisited = prior.argmax(axis=1)
-    best_prior = prior[np.arange(g), unvisited]
-    mass = prior.sum(axis=1)
+    z_visited = np.log(np.maximum(seen.prior, TINY_PRIOR)) + seen.sigma(seen.q, rows)
     has_unvisited = seen.has_unvisited
-    lost = np.flatnonzero(has_unvisited & (best_prior == 0))  # every unvisited legal prior underflowed to 0
-    if lost.size:
-        left = tree.legal.reshape(-1, a)[node[lost]] & (tree.children_visits.reshape(-1, a)[node[lost]] == 0)
-        unvisited[lost] = left.argmax(axis=1)
     best_prior = np.maximum(best_prior, TINY_PRIOR)
     unvisited_sigma = seen.sigma(seen.mixed)
     z_unvisited = np.where(has_unvisited, np.log(best_prior) + unvisited_sigma, NEG_INF)
@@ -207,13 +243,28 @@ class Interior:
     gives the very actions the next descent would choose, without one call
     per tree level there (numpy's fixed cost per call dominates those).
 
+    A choice also needs the node's best unvisited child and the unvisited
+    children's total prior (``unvisited_best``: a pass over its 200-wide prior
+    row). These change only when a child is first visited, that is expanded,
+    so they are kept per node and recounted only where a child was expanded
+    since (``stale``): about one node per game and simulation, the last on
+    the path, instead of the whole path.
+
     Attributes:
         next_action: ``int64 [B, N]`` the action the descent takes at each node: the one
             ``select_interior`` gives where there are two or more legal actions (-1 until
             this search has computed it), else ``tree.forced`` (the only one, or -2: game over).
+        best: ``int64 [B, N]`` ``unvisited_best``'s child, at nodes where it was counted.
+        best_prior: ``float32 [B, N]`` its prior.
+        mass: ``float32 [B, N]`` the unvisited children's total prior.
+        stale: ``bool [B, N]`` ``best``, ``best_prior`` and ``mass`` are to be recounted.
     """
 
     next_action: np.ndarray
+    best: np.ndarray
+    best_prior: np.ndarray
+    mass: np.ndarray
+    stale: np.ndarray
     c_visit: float
     c_scale: float
 
@@ -225,7 +276,9 @@ class Interior:
         through it, so all are made in one call here rather than level by
         level when the descents first reach them.
         """
-        interior = cls(tree.forced.astype(np.int64), c_visit, c_scale)
+        shape = tree.forced.shape
+        interior = cls(tree.forced.astype(np.int64), np.zeros(shape, np.int64), np.zeros(shape, np.float32),
+                       np.zeros(shape, np.float32), np.ones(shape, bool), c_visit, c_scale)
         games, nodes = np.nonzero((tree.forced == -1) & (np.arange(tree.capacity) < tree.num_nodes[:, None]))
         inner = np.flatnonzero(nodes > 0)
         if inner.size:
@@ -233,29 +286,45 @@ class Interior:
         return interior
 
     def choose(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """Choose (and remember) the action ``[G]`` at ``nodes`` of ``games``, where ``next_action``
-        has none yet (-1): nodes of a reused subtree (``start`` chooses at all of them)."""
-        action = select_interior(tree, games, nodes, self.c_visit, self.c_scale)
+        """Choose (and remember) the action ``[G]`` at distinct ``nodes`` of ``games``, below the roots
+        with two or more legal actions."""
+        node = games * tree.capacity + nodes
+        children = visited_children(tree, node)
+        stale = np.flatnonzero(self.stale[games, nodes])
+        if stale.size:
+            rows, actions, _ = children
+            place = np.full(node.size, -1, np.int64)  # a stale node's index among the stale ones
+            place[stale] = np.arange(stale.size)
+            on = np.flatnonzero(place[rows] >= 0)
+            g, n = games[stale], nodes[stale]
+            self.best[g, n], self.best_prior[g, n], self.mass[g, n] = unvisited_best(
+                tree, node[stale], (place[rows[on]], actions[on]))
+            self.stale[g, n] = False
+        unvisited = self.best[games, nodes], self.best_prior[games, nodes], self.mass[games, nodes]
+        action = select_interior(tree, games, nodes, self.c_visit, self.c_scale, unvisited, children)
         self.next_action[games, nodes] = action
         return action
 
     def refresh(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> None:
         """Choose again at ``nodes`` of ``games`` (two or more legal actions), whose children changed."""
         if games.size:
-            self.next_action[games, nodes] = select_interior(tree, games, nodes, self.c_visit, self.c_scale)
+            self.choose(tree, games, nodes)
 
-    def expanded(self, games: np.ndarray, nodes: np.ndarray, forced: np.ndarray, live: np.ndarray,
-                 prior: "np.ndarray | None") -> None:
+    def expanded(self, tree: Tree, games: np.ndarray, nodes: np.ndarray, forced: np.ndarray,
+                 live: np.ndarray, prior: "np.ndarray | None") -> None:
         """Next actions at new nodes ``nodes`` of ``games``, whose ``tree.forced`` is ``forced`` ``[G]``,
         the ``live`` ones (indices into them) with children priors ``prior`` ``[L, A]``.
 
-        With no child visited, ``select_interior`` takes the first action of highest prior.
+        With no child visited, ``select_interior`` takes the first action of highest prior. The new
+        nodes' unvisited children are counted when first chosen at, their parents' again.
         """
         action = forced.astype(np.int64)
         if live.size:
             choice = np.flatnonzero(action[live] == -1)
             action[live[choice]] = prior[choice].argmax(axis=1)
         self.next_action[games, nodes] = action
+        self.stale[games, nodes] = True
+        self.stale[games, tree.parents[games, nodes]] = True
 
 
 def root_policy(tree: Tree, c_visit: float, c_scale: float) -> "tuple[np.ndarray, np.ndarray]":

@@ -170,7 +170,7 @@ def _evaluate(
         tree.children_prior[g, n] = 0
         tree.children_values[g, n] = 0
     if interior is not None:
-        interior.expanded(games, nodes, forced, live, prior)
+        interior.expanded(tree, games, nodes, forced, live, prior)
     tree.raw_values[games, nodes] = value
 
 
