@@ -21,14 +21,15 @@ from stapel_rl.env.captures import max_capture_mask
 from stapel_rl.env.geometry import (
     ACTION_BIT_COLUMN,
     BACK_ROW,
+    FORWARD_DIRECTIONS,
     JUMP,
     NEIGHBOR,
     NUM_ACTIONS,
     NUM_DIRECTIONS,
     SQUARE_MASK,
     VALID,
-    shift,
-    unshift,
+    shift_all,
+    unshift_all,
 )
 from stapel_rl.env.state import ARRAY_FIELDS, State, put, take
 from stapel_rl.env.variants import Variant, get_variant
@@ -36,6 +37,9 @@ from stapel_rl.env.variants import Variant, get_variant
 _ZERO = np.uint64(0)
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
+#: By colour, all bits in the columns of its forward directions ([4] per colour), none in the others.
+_FORWARD = np.array([[_ALL if d in FORWARD_DIRECTIONS[c] else _ZERO for d in range(NUM_DIRECTIONS)] for c in (0, 1)],
+                    dtype=np.uint64)
 
 
 def _bitboards(height: np.ndarray, colours: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
@@ -47,14 +51,17 @@ def _bitboards(height: np.ndarray, colours: np.ndarray) -> "tuple[np.ndarray, np
     return white.astype(np.uint64), black.astype(np.uint64)
 
 
+#: The opponent's back row of each colour, White's target squares first: ``[10]``.
+_TARGET_SQUARES = np.concatenate((BACK_ROW[1], BACK_ROW[0]))
+#: The colour (0 White, 1 Black) that scores on each of those squares.
+_SCORER = np.repeat(np.arange(2, dtype=np.uint64), 5)
+
+
 def _points(height: np.ndarray, colours: np.ndarray) -> np.ndarray:
     """Variant II points ``int16 [B, 2]``: men in stacks a colour controls on the opponent's back row."""
-    points = np.empty((height.shape[0], 2), dtype=np.int16)
-    for colour, row in enumerate((BACK_ROW[1], BACK_ROW[0])):
-        h = height[:, row]
-        top = (colours[:, row] & _ONE).astype(np.int64)
-        points[:, colour] = np.where((h > 0) & (top == colour), h, 0).sum(axis=1)
-    return points
+    h = height[:, _TARGET_SQUARES]
+    scoring = (colours[:, _TARGET_SQUARES] & _ONE) == _SCORER  # an empty square's colour bits are 0
+    return np.where(scoring, h, 0).reshape(-1, 2, 5).sum(axis=2, dtype=np.int16)
 
 
 def _masks_to_actions(boards: np.ndarray) -> np.ndarray:
@@ -85,7 +92,6 @@ def _legal_actions(
     last_leapt: np.ndarray,
 ) -> np.ndarray:
     """``bool [B, 200]`` legal actions: captures (maximum rule) before plain moves."""
-    black_to_move = np.where(player == 1, _ALL, _ZERO)
     own = np.where(player == 1, black, white)
     opp = np.where(player == 1, white, black)
     empty = VALID & ~(white | black)
@@ -93,10 +99,10 @@ def _legal_actions(
     movers = np.where(in_capture, SQUARE_MASK[capturing], own)
     leapable = opp & ~np.where(last_leapt >= 0, SQUARE_MASK[last_leapt], _ZERO)
 
-    boards = np.empty((height.shape[0], NUM_DIRECTIONS), dtype=np.uint64)
-    for d in range(NUM_DIRECTIONS):
-        boards[:, d] = movers & unshift(leapable & unshift(empty, d), d)
-    leap_sources = boards[:, 0] | boards[:, 1] | boards[:, 2] | boards[:, 3]
+    # All four directions at once, one column each ([B, 4]).
+    next_empty = unshift_all(empty)  # the squares whose next square in the direction is vacant
+    boards = movers[:, None] & unshift_all(leapable[:, None] & next_empty)  # stacks that can leap
+    leap_sources = np.bitwise_or.reduce(boards, axis=1)
     has_capture = leap_sources != _ZERO
 
     # Most captures are single leaps. A second leap needs an opponent stack next
@@ -105,21 +111,16 @@ def _legal_actions(
     # two leaps away only back over the stack just leapt, which is forbidden;
     # leapt squares never matter: landing squares keep the start square's row
     # and column parity, leapt squares have the other.)
-    leap_from = np.zeros_like(leap_sources)
-    for d in range(NUM_DIRECTIONS):
-        leap_from |= unshift(opp & unshift(empty, d), d)
-    may_continue = np.zeros(height.shape[0], dtype=bool)
-    for d in range(NUM_DIRECTIONS):
-        may_continue |= (shift(shift(boards[:, d], d), d) & leap_from) != _ZERO
+    leap_from = np.bitwise_or.reduce(unshift_all(opp[:, None] & next_empty), axis=1)
+    may_continue = ((shift_all(shift_all(boards)) & leap_from[:, None]) != _ZERO).any(axis=1)
 
     steppers = np.where(has_capture, _ZERO, own)
     # The maximum rule chooses among first leaps: with only one, it is the mask.
     first_leaps = np.bitwise_count(boards).sum(axis=1, dtype=np.int16)
     long_capture = has_capture & (may_continue | in_capture) & (first_leaps > 1)
-    for d in range(NUM_DIRECTIONS):
-        forward = black_to_move if d >= 2 else ~black_to_move
-        plain = steppers & forward & unshift(empty, d)
-        boards[:, d] = np.where(long_capture, _ZERO, np.where(has_capture, boards[:, d], plain))
+    plain = steppers[:, None] & np.where(player[:, None] == 1, _FORWARD[1], _FORWARD[0]) & next_empty
+    boards = np.where(has_capture[:, None], boards, plain)
+    boards[long_capture] = _ZERO
     mask = _masks_to_actions(boards)
 
     games = np.flatnonzero(long_capture)
@@ -153,7 +154,8 @@ def _finish(state: State, ended_turn: np.ndarray) -> State:
         # The side to move has no move and loses.
         white_score = np.where(s.current_player == 0, -1.0, 1.0).astype(np.float32)
     white_score = np.where(no_move, white_score, np.float32(0))
-    s.rewards = np.stack([white_score, -white_score], axis=1).astype(np.float32)
+    s.rewards = np.empty((s.batch_size, 2), np.float32)
+    s.rewards[:, 0], s.rewards[:, 1] = white_score, -white_score
     s.legal_action_mask[s.terminated | s.truncated] = False
     return s
 
@@ -295,9 +297,7 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     opp = np.where(player == 1, white, black)
     empty = VALID & ~(white | black)
     leapable = opp & ~over_bit
-    again = np.zeros(g.size, dtype=bool)
-    for k in range(NUM_DIRECTIONS):
-        again |= (dst_bit & unshift(leapable & unshift(empty, k), k)) != _ZERO
+    again = ((dst_bit[:, None] & unshift_all(leapable[:, None] & unshift_all(empty))) != _ZERO).any(axis=1)
     again &= is_leap
     s.capturing = s.capturing.copy()
     s.last_leapt = s.last_leapt.copy()
@@ -315,7 +315,7 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
 
 
 def play_forced(
-    state: State, max_rounds: "int | None" = None
+    state: State, max_rounds: "int | None" = None, in_place: bool = False
 ) -> "tuple[State, list[tuple[np.ndarray, np.ndarray]]]":
     """Play each live game on while its side to move has exactly one legal action.
 
@@ -323,7 +323,8 @@ def play_forced(
     move) is no decision: searching it wastes simulations and recording it
     teaches nothing. Returns the games at their next decision point (or over)
     and the forced actions played, one ``(games [G], actions [G])`` pair per
-    round, in order. ``state`` itself is not changed.
+    round, in order. ``state`` itself is not changed, unless ``in_place``
+    (then it is the state returned: saves a copy of a state just made).
 
     ``max_rounds`` caps the rounds: a game still on a forced action after
     them is returned there. Each round is one batched ``step`` whatever the
@@ -336,13 +337,15 @@ def play_forced(
     if not index.size:
         return state, played
     games = take(state, index)  # the games still on a forced action, and their rows in ``state``
-    out = state  # replaced by a copy at the first round
+    out = state
+    copy = not in_place  # at the first round
     while index.size and (max_rounds is None or len(played) < max_rounds):
         actions = games.legal_action_mask.argmax(axis=1)
         games = step(games, actions, validate=False)
         played.append((index, actions))
         # Write back every game stepped (cheaper than picking out the settled ones); the rest play on.
-        out = put(out, index, games, copy=out is state)
+        out = put(out, index, games, copy=copy)
+        copy = False
         more = ~games.done & (count_legal(games.legal_action_mask) == 1)
         if not more.all():
             index, games = index[more], take(games, more)

@@ -22,6 +22,8 @@ once at import.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 NUM_SQUARES = 50
@@ -88,6 +90,34 @@ def unshift(bb: np.ndarray, d: int) -> np.ndarray:
     """Inverse of :func:`shift`: the squares whose step in direction ``d`` is in ``bb``."""
     s = DIRECTION_SHIFTS[d]
     return bb << np.uint64(-s) if s < 0 else bb >> np.uint64(s)
+
+
+@functools.lru_cache(maxsize=64)
+def _step_counts(batch: int) -> "tuple[np.ndarray, np.ndarray]":
+    """``uint64 [B, 4]`` left and right shift counts of one step in each column's direction (one of
+    the two is 0), read-only: numpy shifts by a full array of counts several times faster than by
+    a broadcast row of four."""
+    left = np.array([max(s, 0) for s in DIRECTION_SHIFTS], dtype=np.uint64)
+    right = np.array([max(-s, 0) for s in DIRECTION_SHIFTS], dtype=np.uint64)
+    counts = tuple(np.ascontiguousarray(np.broadcast_to(c, (batch, NUM_DIRECTIONS))) for c in (left, right))
+    for c in counts:
+        c.flags.writeable = False
+    return counts
+
+
+def shift_all(bb: np.ndarray) -> np.ndarray:
+    """:func:`shift` in every direction at once: ``[B]`` (or ``[B, 4]``, column d shifted in direction
+    d) to ``[B, 4]``. One operation on four columns costs little more than one on one column."""
+    x = bb[:, None] if bb.ndim == 1 else bb
+    left, right = _step_counts(x.shape[0])
+    return (x << left) >> right
+
+
+def unshift_all(bb: np.ndarray) -> np.ndarray:
+    """:func:`unshift` in every direction at once, as :func:`shift_all`."""
+    x = bb[:, None] if bb.ndim == 1 else bb
+    left, right = _step_counts(x.shape[0])
+    return (x << right) >> left
 
 
 def unpack_squares(bb: np.ndarray) -> np.ndarray:

@@ -125,7 +125,7 @@ def _expand(
     new = new.astype(np.int64)
     states = engine.step(read_states(tree, games, parents), actions, validate=False)
     if skip_forced:
-        states, _ = engine.play_forced(states, forced_rounds)
+        states, _ = engine.play_forced(states, forced_rounds, in_place=True)  # ``step`` made it: no copy
     forced = write_states(tree, games, new, states)
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
