@@ -222,6 +222,11 @@ def init(variant: "Variant | str" = "I", batch_size: int = 1) -> State:
     return take(_start(get_variant(variant)), np.zeros(int(batch_size), dtype=np.int64))
 
 
+#: The fields ``step`` changes in place (``_finish`` makes the others anew).
+_STEPPED = ("height", "colours", "white", "black", "current_player", "capturing", "last_leapt", "ply",
+            "last_action", "last_was_leap")
+
+
 def check_actions(state: State, actions: np.ndarray) -> None:
     """Raise ``ValueError`` naming the games whose action is not legal (finished games excepted)."""
     actions = np.asarray(actions)
@@ -240,25 +245,20 @@ def check_actions(state: State, actions: np.ndarray) -> None:
         raise ValueError(f"illegal action(s) in {bad.size} game(s): {shown}{more}")
 
 
-def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
+def step(state: State, actions: np.ndarray, validate: bool = True, in_place: bool = False) -> State:
     """Play one action in every game and return the new state (the input is not changed).
 
     Games that are already over ignore their action. With ``validate=False``
     (a fast path for internal callers that draw actions from the mask) illegal
-    actions are not detected and corrupt the state.
+    actions are not detected and corrupt the state. ``in_place`` changes
+    ``state`` itself and returns it: for callers stepping a state they just
+    made, whose copy would be wasted.
     """
     actions = np.asarray(actions)
     if validate:
         check_actions(state, actions)
-    s = state.replace(
-        height=state.height.copy(),
-        colours=state.colours.copy(),
-        current_player=state.current_player.copy(),
-        ply=state.ply.copy(),
-        last_action=state.last_action.copy(),
-        last_was_leap=state.last_was_leap.copy(),
-    )
-    live = ~state.done
+    s = state if in_place else state.replace(**{name: getattr(state, name).copy() for name in _STEPPED})
+    live = ~s.done
     g = np.flatnonzero(live) if not live.all() else np.arange(state.batch_size)
     a = actions[g].astype(np.int64)
     src, d = a >> 2, a & 3
@@ -288,8 +288,6 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     black = s.black[g] & ~(src_bit | over_bit)
     white |= np.where(player == 0, dst_bit, _ZERO) | np.where(over_left & ~over_black, over_bit, _ZERO)
     black |= np.where(player == 1, dst_bit, _ZERO) | np.where(over_left & over_black, over_bit, _ZERO)
-    s.white = s.white.copy()
-    s.black = s.black.copy()
     s.white[g], s.black[g] = white, black
 
     # A leap continues while the capturer can leap again (it then must: it is
@@ -299,18 +297,14 @@ def step(state: State, actions: np.ndarray, validate: bool = True) -> State:
     leapable = opp & ~over_bit
     again = ((dst_bit[:, None] & unshift_all(leapable[:, None] & unshift_all(empty))) != _ZERO).any(axis=1)
     again &= is_leap
-    s.capturing = s.capturing.copy()
-    s.last_leapt = s.last_leapt.copy()
     s.capturing[g] = np.where(again, dst, -1)
     s.last_leapt[g] = np.where(again, near, -1)
     s.current_player[g] = np.where(again, player, 1 - player)
     s.ply[g] += (~again).astype(np.int32)
     s.last_action[g] = a
     s.last_was_leap[g] = is_leap
-    ended_turn = np.zeros(state.batch_size, dtype=bool)
+    ended_turn = np.zeros(s.batch_size, dtype=bool)
     ended_turn[g] = ~again
-    s.terminated = state.terminated.copy()
-    s.truncated = state.truncated.copy()
     return _finish(s, ended_turn)
 
 
@@ -341,7 +335,7 @@ def play_forced(
     copy = not in_place  # at the first round
     while index.size and (max_rounds is None or len(played) < max_rounds):
         actions = games.legal_action_mask.argmax(axis=1)
-        games = step(games, actions, validate=False)
+        games = step(games, actions, validate=False, in_place=True)  # ``take`` made it
         played.append((index, actions))
         # Write back every game stepped (cheaper than picking out the settled ones); the rest play on.
         out = put(out, index, games, copy=copy)

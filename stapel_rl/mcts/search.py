@@ -123,7 +123,7 @@ def _expand(
         raise RuntimeError("search tree is full: allocate more nodes than simulations")
     tree.num_nodes[games] = new + 1
     new = new.astype(np.int64)
-    states = engine.step(read_states(tree, games, parents), actions, validate=False)
+    states = engine.step(read_states(tree, games, parents), actions, validate=False, in_place=True)
     if skip_forced:
         states, _ = engine.play_forced(states, forced_rounds, in_place=True)  # ``step`` made it: no copy
     forced = write_states(tree, games, new, states)
