@@ -6,7 +6,7 @@ other load on the machine hits all alike, with the ratio Gumbel 32 / PUCT
 128 per round. With ``--profile`` it then runs cProfile over Gumbel searches
 and prints the time per phase of a simulation.
 
-Usage: python scripts/profile_gumbel.py [--rounds 3] [--repeats 2] [--profile]
+Usage: python scripts/profile_gumbel.py [--rounds 3] [--repeats 2] [--forced-rounds 2] [--profile]
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import sys
 
 import numpy as np
 
+from stapel_rl._malloc import tune_malloc
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.models import UniformEvaluator
@@ -43,7 +44,7 @@ PHASES = {
 }
 
 
-def timings(rounds: int, repeats: int) -> None:
+def timings(rounds: int, repeats: int, forced_rounds: "int | None") -> None:
     rng = np.random.default_rng(0)
     cases = [("puct", 128), ("gumbel", 32), ("puct", 32), ("gumbel", 128)]
     for batch in (512, 64):
@@ -51,13 +52,14 @@ def timings(rounds: int, repeats: int) -> None:
         print(f"\nB={batch}: simulations/s (uniform evaluator), {repeats} searches per figure")
         print(f"{'round':>5} " + " ".join(f"{a + ' ' + str(s):>12}" for a, s in cases) + f" {'g32/p128':>9}")
         for r in range(rounds):
-            rates = [sims_per_second(state, UniformEvaluator(), SearchConfig(s, a), repeats) for a, s in cases]
+            rates = [sims_per_second(state, UniformEvaluator(), SearchConfig(s, a, forced_rounds=forced_rounds), repeats)
+                     for a, s in cases]
             print(f"{r:>5} " + " ".join(f"{x:>12,.0f}" for x in rates) + f" {rates[1] / rates[0]:>9.2f}", flush=True)
 
 
-def profile(batch: int, sims: int, repeats: int) -> None:
+def profile(batch: int, sims: int, repeats: int, forced_rounds: "int | None") -> None:
     state = random_positions("I", batch, 20, np.random.default_rng(0))
-    config = SearchConfig(sims, "gumbel")
+    config = SearchConfig(sims, "gumbel", forced_rounds=forced_rounds)
     rng = np.random.default_rng(0)
     out = search(state, UniformEvaluator(), config, rng)
     profiler = cProfile.Profile()
@@ -82,12 +84,17 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="also profile Gumbel searches by phase")
     parser.add_argument("--no-timings", action="store_true")
+    parser.add_argument("--forced-rounds", type=int, default=2,
+                        help="forced actions a search node plays on through at most (self-play's "
+                             "mcts.forced_rounds, as scripts/bench_mcts.py; -1: no cap)")
     args = parser.parse_args()
+    tune_malloc()  # as bench_mcts.py and self-play do: multi-MB temporaries stay mapped
+    rounds = None if args.forced_rounds < 0 else args.forced_rounds
     if not args.no_timings:
-        timings(args.rounds, args.repeats)
+        timings(args.rounds, args.repeats, rounds)
     if args.profile:
-        profile(512, 32, 2)
-        profile(64, 32, 10)
+        profile(512, 32, 2, rounds)
+        profile(64, 32, 10, rounds)
 
 
 if __name__ == "__main__":
