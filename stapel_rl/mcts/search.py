@@ -12,6 +12,7 @@ import dataclasses
 import time
 
 import numpy as np
+import torch
 
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
@@ -175,23 +176,23 @@ def _evaluate(
 
 
 def _softmax_live(logits: np.ndarray, penalty: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """``masked_softmax`` for rows with at least one legal action, bit for bit, in fewer passes.
+    """``masked_softmax`` for rows with at least one legal action (``float32 [L, A]``), to float32
+    rounding, in a quarter of the time.
 
     ``penalty`` is 0 on legal actions and ILLEGAL_VALUE elsewhere: adding it
-    (one pass, where masking with ``legal`` takes three times as long) keeps
-    the legal logits exact, and once the row maximum, a legal logit, is
-    subtracted, exp underflows to exactly 0 on the illegal ones. That holds
-    while every logit is within 1e8 of 0 (two whole-array reductions check
-    it, cheaper than row-wise ones); otherwise ``legal`` masks.
+    (one pass, where masking with ``legal`` takes three) keeps the legal
+    logits exact, and once the row maximum, a legal logit, is subtracted, exp
+    underflows to exactly 0 on the illegal ones. That holds while every logit
+    is within 1e8 of 0 (two whole-array reductions check it); otherwise
+    ``legal`` masks. torch's softmax runs the row maximum and sum vectorised
+    (numpy's reductions over rows of 200 are not): 4x faster at 512 rows.
     """
+    logits = np.ascontiguousarray(logits, dtype=np.float32)
     if -1e8 <= logits.min() and logits.max() <= 1e8:
-        z = logits + penalty
+        z = torch.from_numpy(logits) + torch.from_numpy(penalty)
     else:
-        z = np.where(legal, logits, NEG_INF)
-    z -= z.max(axis=1, keepdims=True)
-    e = np.exp(z, out=z)
-    e /= e.sum(axis=1, keepdims=True)
-    return e
+        z = torch.from_numpy(np.where(legal, logits, NEG_INF))
+    return torch.softmax(z, dim=1).numpy()
 
 
 def _backup(tree: Tree, final: np.ndarray, games: np.ndarray, nodes: np.ndarray, actions: np.ndarray) -> None:
