@@ -101,7 +101,8 @@ def main() -> None:
             out = search(state, evaluator, config, rng, buffer=out.tree)
         total = time.perf_counter() - start
         rate = repeats * args.net_batch * args.net_sims / total
-        print(f"{algorithm:>9}: {rate:,.0f} simulations/s, {100 * evaluator.seconds / total:.0f}% of search time in the network")
+        share = 100 * evaluator.seconds / total
+        print(f"{algorithm:>9}: {rate:,.0f} simulations/s, {share:.1f}% of search time in the network")
 
 
 if __name__ == "__main__":

@@ -82,8 +82,9 @@ def visited_children(tree: Tree, node: np.ndarray) -> "tuple[np.ndarray, np.ndar
     return row_of_parent[child].astype(np.int64), tree.action_from_parent.reshape(-1)[child].astype(np.int64), child
 
 
-def unvisited_best(tree: Tree, node: np.ndarray,
-                   children: "tuple[np.ndarray, np.ndarray] | None" = None) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+def unvisited_best(
+    tree: Tree, node: np.ndarray, children: "tuple[np.ndarray, np.ndarray] | None" = None
+) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
     """At distinct expanded nodes ``node`` (flat): the first unvisited legal child of highest prior
     ``int64 [G]``, its prior and all unvisited children's total prior (``float32 [G]``).
 
