@@ -115,9 +115,10 @@ def _legal_actions(
     may_continue = ((shift_all(shift_all(boards)) & leap_from[:, None]) != _ZERO).any(axis=1)
 
     steppers = np.where(has_capture, _ZERO, own)
-    # The maximum rule chooses among first leaps: with only one, it is the mask.
+    # The maximum rule chooses among first leaps that may continue: with only one first leap, or
+    # none that continues (also in the middle of a capture), the first leaps are the mask.
     first_leaps = np.bitwise_count(boards).sum(axis=1, dtype=np.int16)
-    long_capture = has_capture & (may_continue | in_capture) & (first_leaps > 1)
+    long_capture = has_capture & may_continue & (first_leaps > 1)
     plain = steppers[:, None] & np.where(player[:, None] == 1, _FORWARD[1], _FORWARD[0]) & next_empty
     boards = np.where(has_capture[:, None], boards, plain)
     boards[long_capture] = _ZERO
