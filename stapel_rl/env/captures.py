@@ -21,6 +21,13 @@ from stapel_rl.env.geometry import JUMP, NEIGHBOR, NUM_ACTIONS, SQUARE_MASK, unp
 
 _ZERO = np.uint64(0)
 MAX_LEAPS = 20
+#: OVER_BITS[sq, d], LAND_BITS[sq, d]: the bit of the square leapt and of the landing square of a
+#: leap from ``sq`` in direction ``d``; both 0 where the landing square is off the board.
+_ON_BOARD = JUMP >= 0
+OVER_BITS = np.where(_ON_BOARD, SQUARE_MASK[NEIGHBOR], _ZERO).astype(np.uint64)
+LAND_BITS = np.where(_ON_BOARD, SQUARE_MASK[JUMP], _ZERO).astype(np.uint64)
+#: A square's bit, and 0 for index -1 (no square): ``_MASK_OR_NONE[last_leapt]``.
+_MASK_OR_NONE = np.append(SQUARE_MASK, _ZERO)
 
 
 def max_capture_mask(
@@ -57,41 +64,35 @@ def max_capture_mask(
     path = np.zeros((game.shape[0], 0), dtype=np.int64)
     opp_colour = (1 - np.asarray(player, dtype=np.int64)).astype(np.uint64)
 
-    mask = np.zeros((num_games, NUM_ACTIONS), dtype=bool)
     depth = np.zeros(num_games, dtype=np.int64)
-    level = 0
+    reached = []  # per level: the games and first leaps of the paths that reached it
     while game.size:
-        over = NEIGHBOR[pos]
-        land = JUMP[pos]
-        over_bit = SQUARE_MASK[over]
-        land_bit = SQUARE_MASK[land]
-        ok = (land >= 0) & (over != last[:, None])
-        ok &= (opp[:, None] & over_bit) != _ZERO
-        ok &= (emp[:, None] & land_bit) != _ZERO
+        # The stacks each row may leap (not the one it just leapt) and the squares it may land on.
+        leapable = opp & ~_MASK_OR_NONE[last]
+        ok = ((leapable[:, None] & OVER_BITS[pos]) != _ZERO) & ((emp[:, None] & LAND_BITS[pos]) != _ZERO)
         row, direction = np.nonzero(ok)
         if row.size == 0:
             break
-        level += 1
-        if level > MAX_LEAPS:  # every leap takes one of at most 20 opponent men
+        if len(reached) == MAX_LEAPS:  # every leap takes one of at most 20 opponent men
             raise RuntimeError(f"capture search passed {MAX_LEAPS} leaps: the engine is inconsistent")
-        o = over[row, direction]
-        t = land[row, direction]
+        p = pos[row]
+        o = NEIGHBOR[p, direction]
         g = game[row]
         # Men this leap has removed from the leapt stack, this one included.
         removed = (path[row] == o[:, None]).sum(axis=1).astype(np.uint64) + np.uint64(1)
         still_there = removed < height[g, o]
-        new_top = (colours[g, o] >> removed) & np.uint64(1)
-        o_bit = over_bit[row, direction]
-        keeps_opponent = still_there & (new_top == opp_colour[g])
+        o_bit = OVER_BITS[p, direction]
+        keeps_opponent = still_there & (((colours[g, o] >> removed) & np.uint64(1)) == opp_colour[g])
         opp = (opp[row] & ~o_bit) | np.where(keeps_opponent, o_bit, _ZERO)
-        emp = (emp[row] | SQUARE_MASK[pos[row]] | np.where(still_there, _ZERO, o_bit)) & ~land_bit[row, direction]
-        root = 4 * pos[row] + direction if level == 1 else root[row]
+        emp = (emp[row] | SQUARE_MASK[p] | np.where(still_there, _ZERO, o_bit)) & ~LAND_BITS[p, direction]
+        root = 4 * p + direction if not reached else root[row]
         path = np.concatenate([path[row], o[:, None]], axis=1)
-        game, pos, last = g, t, o
-
-        reached = np.zeros(num_games, dtype=bool)
-        reached[game] = True
-        mask[reached] = False
-        mask[game, root] = True
-        depth[reached] = level
+        game, pos, last = g, JUMP[p, direction], o
+        depth[game] = len(reached) + 1
+        reached.append((game, root))
+    # A game's legal first leaps start its paths of the deepest level it reached.
+    mask = np.zeros((num_games, NUM_ACTIONS), dtype=bool)
+    for level, (g, first) in enumerate(reached, start=1):
+        deepest = depth[g] == level
+        mask[g[deepest], first[deepest]] = True
     return mask, depth
