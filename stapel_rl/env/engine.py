@@ -252,8 +252,8 @@ def step(state: State, actions: np.ndarray, validate: bool = True, in_place: boo
     Games that are already over ignore their action. With ``validate=False``
     (a fast path for internal callers that draw actions from the mask) illegal
     actions are not detected and corrupt the state. ``in_place`` changes
-    ``state`` itself and returns it: for callers stepping a state they just
-    made, whose copy would be wasted.
+    ``state`` itself instead and returns it: for callers stepping a state
+    they just made, whose copy would be wasted.
     """
     actions = np.asarray(actions)
     if validate:

@@ -31,7 +31,8 @@ class Tree:
         parents: ``int32 [B, N]`` parent node, -1 for the root and unused nodes.
         action_from_parent: ``int32 [B, N]`` action leading to the node, -1 at the root.
         children_index: ``int32 [B, N, A]`` child node of each action, -1 if not expanded.
-        children_prior: ``float32 [B, N, A]`` prior probabilities (0 on illegal actions).
+        children_prior: ``float32 [B, N, A]`` prior probabilities (0 on illegal actions); like
+            ``children_values``, meaningful only in the rows of nodes in use (``num_nodes``).
         children_visits: ``int32 [B, N, A]`` visits of each child.
         children_values: ``float32 [B, N, A]`` mean value of each child from the
             view of the player to move at the parent; 0 before its first visit,
