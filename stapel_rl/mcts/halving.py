@@ -160,7 +160,9 @@ class Root:
         mixed_rows = np.flatnonzero(first & self.inherited)
         if mixed_rows.size:
             r = mixed_rows
-            completed = np.where(np.isfinite(self.q_low[r]), tree.children_values[self.games[r], 0], mixed[r, None])
+            # q_low holds the visited children's Q (``update`` keeps it), +inf at the others.
+            q = self.q_low[r]
+            completed = np.where(q == POS_INF, mixed[r, None], q)
             sigma = coef[r, None] * ((completed - low[r, None]) / span[r, None])
             self.chosen[r] = (self.fresh_score[r] + sigma).argmax(axis=1)
         later = np.flatnonzero(~first)
@@ -204,8 +206,9 @@ class Root:
         cols = col[np.minimum(start[:, None] + slot, col.size - 1)]
         self.considered[rows] = cols
         self.considered_at[rows] = (self.games[rows, None] * tree.capacity) * tree.children_prior.shape[2] + cols
-        self.considered_base[rows] = np.take_along_axis(self.base_visits[rows], cols, axis=1)
-        self.considered_score[rows] = np.take_along_axis(self.score[rows], cols, axis=1)
+        here = rows[:, None] * self.score.shape[1] + cols  # in the [F, A] arrays
+        self.considered_base[rows] = self.base_visits.ravel()[here]
+        self.considered_score[rows] = self.score.ravel()[here]
         self.has_considered[rows] = True
 
     def update(self, tree: Tree) -> None:
