@@ -13,7 +13,7 @@ set of squares steps one square diagonally with a single shift::
     up-left  -6   up-right  -5   down-left  +5   down-right  +6
 
 A step off the left/right edge lands on a ghost bit and one off the top/bottom
-edge leaves the 64-bit word, so ``shift(bb) & VALID`` is always exact.
+edge leaves the 64-bit word, so ``shift_all(bb) & VALID`` is always exact.
 
 Directions follow the action encoding of RULES.md, as White sees the board:
 0 = up-left, 1 = up-right, 2 = down-left, 3 = down-right. All tables are built
@@ -80,18 +80,6 @@ BACK_ROW = (np.arange(45, 50), np.arange(0, 5))
 ACTION_BIT_COLUMN = (np.arange(NUM_DIRECTIONS)[None, :] * 64 + BIT[:, None]).reshape(-1)
 
 
-def shift(bb: np.ndarray, d: int) -> np.ndarray:
-    """Move every bit of ``bb`` one step in direction ``d`` (ghost bits not cleared)."""
-    s = DIRECTION_SHIFTS[d]
-    return bb >> np.uint64(-s) if s < 0 else bb << np.uint64(s)
-
-
-def unshift(bb: np.ndarray, d: int) -> np.ndarray:
-    """Inverse of :func:`shift`: the squares whose step in direction ``d`` is in ``bb``."""
-    s = DIRECTION_SHIFTS[d]
-    return bb << np.uint64(-s) if s < 0 else bb >> np.uint64(s)
-
-
 @functools.lru_cache(maxsize=64)
 def _step_counts(batch: int) -> "tuple[np.ndarray, np.ndarray]":
     """``uint64 [B, 4]`` left and right shift counts of one step in each column's direction (one of
@@ -106,15 +94,16 @@ def _step_counts(batch: int) -> "tuple[np.ndarray, np.ndarray]":
 
 
 def shift_all(bb: np.ndarray) -> np.ndarray:
-    """:func:`shift` in every direction at once: ``[B]`` (or ``[B, 4]``, column d shifted in direction
-    d) to ``[B, 4]``. One operation on four columns costs little more than one on one column."""
+    """Every bit of ``bb`` one step in each direction (ghost bits not cleared): ``[B]`` (or ``[B, 4]``,
+    column d moved in direction d) to ``[B, 4]``, column d the step in direction d. One operation on
+    four columns costs little more than one on one column."""
     x = bb[:, None] if bb.ndim == 1 else bb
     left, right = _step_counts(x.shape[0])
     return (x << left) >> right
 
 
 def unshift_all(bb: np.ndarray) -> np.ndarray:
-    """:func:`unshift` in every direction at once, as :func:`shift_all`."""
+    """Inverse of :func:`shift_all`: column d holds the squares whose step in direction d is in ``bb``."""
     x = bb[:, None] if bb.ndim == 1 else bb
     left, right = _step_counts(x.shape[0])
     return (x << right) >> left
