@@ -1,0 +1,171 @@
+"""Compiled board primitives: lookup tables, Zobrist-style hashing, make/unmake of leaps and full moves.
+
+A position is two small arrays, the layout of the numpy engine's ``State``:
+``h`` (``uint8 [50]``, men per square) and ``c`` (``uint64 [50]``, colour of each
+man top first, bit set = Black), plus the side to move (0 White, 1 Black).
+A 50-square mailbox with neighbour tables beats bitboards here: captures walk
+one stack at a time, and every man of a stack matters, not just who owns it.
+
+A full move is an ``int8`` row ``[n, s0, s1, ..., s(n-1)]``: the number of
+squares the moving stack stands on, then those squares (indices 0..49). Two
+squares one step apart are a plain move; every other pair of consecutive
+squares is a leap over the square between them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from stapel_rl.env.geometry import JUMP, NEIGHBOR, ROW
+
+#: Longest capture: each leap takes one opponent man and there are at most 20.
+MAX_LEAPS = 20
+#: Columns of a move row: the length, then up to MAX_LEAPS + 1 squares.
+MOVE_WIDTH = MAX_LEAPS + 2
+
+NEIGHBOR8 = NEIGHBOR.astype(np.int8)
+JUMP8 = JUMP.astype(np.int8)
+ROW8 = ROW.astype(np.int8)
+
+
+def _between() -> "tuple[np.ndarray, np.ndarray]":
+    over = np.full((50, 50), -1, dtype=np.int8)  # square leapt from p to q, -1 if p->q is no leap
+    direction = np.full((50, 50), -1, dtype=np.int8)  # direction of the step or leap p->q
+    for p in range(50):
+        for d in range(4):
+            if NEIGHBOR[p, d] >= 0:
+                direction[p, NEIGHBOR[p, d]] = d
+            if JUMP[p, d] >= 0:
+                over[p, JUMP[p, d]] = NEIGHBOR[p, d]
+                direction[p, JUMP[p, d]] = d
+    return over, direction
+
+
+#: OVER[p, q]: the square a leap from p to q passes over, -1 when p->q is no leap.
+#: DIRECTION[p, q]: the direction (0..3) of the step or leap from p to q, -1 if none.
+OVER, DIRECTION = _between()
+#: Forward directions by colour (White moves up: 0, 1; Black down: 2, 3).
+FORWARD = np.array([[0, 1], [2, 3]], dtype=np.int8)
+
+_ONE = np.uint64(1)
+#: Key of the side to move, XORed in when Black is to move.
+SIDE_KEY = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mix64(x: np.uint64) -> np.uint64:
+    # splitmix64's finaliser: every input bit flips about half the output bits.
+    x = (x ^ (x >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    x = (x ^ (x >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    return x ^ (x >> np.uint64(31))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def square_key(sq: int, height: int, colours: np.uint64) -> np.uint64:
+    """Hash of one square's whole stack (0 for a vacant square): colours < 2^40, height < 64."""
+    if height == 0:
+        return np.uint64(0)
+    return mix64(colours ^ (np.uint64(height) << np.uint64(40)) ^ (np.uint64(sq + 1) << np.uint64(48)))
+
+
+@njit(cache=True, nogil=True)
+def board_key(h: np.ndarray, c: np.ndarray, side: int) -> np.uint64:
+    """Zobrist-style key of a position: XOR of the squares' stack keys and the side key."""
+    key = np.uint64(0)
+    for s in range(50):
+        key ^= square_key(s, h[s], c[s])
+    if side == 1:
+        key ^= SIDE_KEY
+    return key
+
+
+@njit(cache=True, nogil=True, inline="always")
+def leap(h: np.ndarray, c: np.ndarray, p: int, o: int, q: int) -> None:
+    # The leapt top man goes to the bottom of the capturer; the start square empties at once.
+    hp = h[p]
+    c[q] = c[p] | ((c[o] & _ONE) << np.uint64(hp))
+    h[q] = hp + 1
+    h[p] = 0
+    c[p] = 0
+    c[o] = c[o] >> _ONE
+    h[o] -= 1
+
+
+@njit(cache=True, nogil=True, inline="always")
+def unleap(h: np.ndarray, c: np.ndarray, p: int, o: int, q: int) -> None:
+    hq = h[q] - 1
+    bit = (c[q] >> np.uint64(hq)) & _ONE
+    c[o] = (c[o] << _ONE) | bit
+    h[o] += 1
+    c[p] = c[q] & ~(_ONE << np.uint64(hq))
+    h[p] = hq
+    h[q] = 0
+    c[q] = 0
+
+
+@njit(cache=True, nogil=True)
+def make_move(h: np.ndarray, c: np.ndarray, mv: np.ndarray, key: np.uint64) -> np.uint64:
+    """Play full move ``mv`` on ``h``/``c`` and return the new key (side to move flipped)."""
+    n = mv[0]
+    for i in range(1, n):
+        p = mv[i]
+        q = mv[i + 1]
+        o = OVER[p, q]
+        if o < 0:
+            key ^= square_key(p, h[p], c[p]) ^ square_key(q, h[q], c[q])
+            h[q] = h[p]
+            c[q] = c[p]
+            h[p] = 0
+            c[p] = 0
+            key ^= square_key(q, h[q], c[q])
+        else:
+            key ^= square_key(p, h[p], c[p]) ^ square_key(o, h[o], c[o]) ^ square_key(q, h[q], c[q])
+            leap(h, c, p, o, q)
+            key ^= square_key(o, h[o], c[o]) ^ square_key(q, h[q], c[q])
+    return key ^ SIDE_KEY
+
+
+@njit(cache=True, nogil=True)
+def unmake_move(h: np.ndarray, c: np.ndarray, mv: np.ndarray) -> None:
+    """Take back full move ``mv`` (the caller keeps the old key)."""
+    n = mv[0]
+    for i in range(n - 1, 0, -1):
+        p = mv[i]
+        q = mv[i + 1]
+        o = OVER[p, q]
+        if o < 0:
+            h[p] = h[q]
+            c[p] = c[q]
+            h[q] = 0
+            c[q] = 0
+        else:
+            unleap(h, c, p, o, q)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def popcount(x: np.uint64) -> int:
+    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
+    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
+    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
+    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+
+
+@njit(cache=True, nogil=True)
+def move_code(mv: np.ndarray) -> np.uint32:
+    """A 32-bit identity of a full move (its whole path), for the hash move and killers."""
+    x = np.uint64(mv[0])
+    for i in range(1, mv[0] + 1):
+        x = x * np.uint64(0x100000001B3) ^ np.uint64(mv[i] + 1)
+    return np.uint32(mix64(x) >> np.uint64(33)) | np.uint32(1)  # never 0: 0 means "no move"
+
+
+@njit(cache=True, nogil=True)
+def points(h: np.ndarray, c: np.ndarray, side: int) -> int:
+    """Variant II points of ``side``: men of its stacks on the opponent's back row."""
+    total = 0
+    lo = 0 if side == 0 else 45
+    for s in range(lo, lo + 5):
+        if h[s] > 0 and int(c[s] & _ONE) == side:
+            total += h[s]
+    return total

@@ -1,0 +1,119 @@
+"""Static evaluation: a dot product of integer weights with features that know stacking checkers.
+
+Every feature is from the side to move's view and, except ``to_move``, a
+difference "mine minus the opponent's", so a position's value for one side is
+minus its value for the other (what negamax assumes). Weights are data: one
+JSON file per variant beside this module (``weights_I.json``,
+``weights_II.json``), in centi-men (100 = one man controlled), rounded to
+integers when loaded. ``features`` gives the raw vector for fitting.
+
+Features
+    material        men in the stacks controlled (every man of a stack moves and captures with it)
+    stacks          stacks controlled (more pieces to move and to capture with)
+    captives        enemy men under own tops minus own men under enemy tops (prisoners)
+    rescue          own men directly under an enemy top: one capture of that stack frees them
+    mobility        plain moves (Variant I: who cannot move loses)
+    blocked         controlled stacks without a plain move (Variant II: not counted on the scoring row)
+    advancement     rows advanced from the own back row, summed over controlled stacks (tempo)
+    back_guard      controlled stacks still on the own back row
+    points          Variant II points: men in controlled stacks on the opponent's back row
+    race            rows advanced times stack height (the points coming up the board)
+    to_move         1: the value of having the move
+"""
+
+from __future__ import annotations
+
+import json
+import pathlib
+
+import numpy as np
+from numba import njit
+
+from stapel_rl.classical.board import ROW8, popcount
+from stapel_rl.classical.movegen import plain_moves
+
+FEATURES = ("material", "stacks", "captives", "rescue", "mobility", "blocked", "advancement", "back_guard",
+            "points", "race", "to_move")
+NUM_FEATURES = len(FEATURES)
+_ONE = np.uint64(1)
+_WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent
+
+
+@njit(cache=True, nogil=True)
+def features_into(h: np.ndarray, c: np.ndarray, side: int, out: np.ndarray) -> None:
+    """Write the feature vector (``FEATURES`` order) of a position into ``out`` (``int64 [NUM_FEATURES]``)."""
+    for i in range(NUM_FEATURES):
+        out[i] = 0
+    for s in range(50):
+        height = h[s]
+        if height == 0:
+            continue
+        col = c[s]
+        owner = int(col & _ONE)
+        sign = 1 if owner == side else -1
+        black_men = popcount(col)
+        own_colour = height - black_men if owner == 0 else black_men  # men of the owner's colour
+        advanced = 9 - ROW8[s] if owner == 0 else ROW8[s]
+        out[0] += sign * height
+        out[1] += sign
+        out[2] += sign * (height - own_colour)
+        if height > 1 and int((col >> _ONE) & _ONE) != owner:
+            out[3] -= sign  # the man below the top is the other side's: he is theirs to rescue
+        out[6] += sign * advanced
+        if advanced == 0:
+            out[7] += sign
+        elif advanced == 9:
+            out[8] += sign * height
+        out[9] += sign * advanced * height
+    mine, mine_blocked = plain_moves(h, c, side)
+    theirs, theirs_blocked = plain_moves(h, c, 1 - side)
+    out[4] = mine - theirs
+    # Stacks on the scoring row cannot move but are not stuck in the sense that matters for points.
+    scoring_mine = 0
+    scoring_theirs = 0
+    for s in range(50):
+        if h[s] != 0:
+            owner = int(c[s] & _ONE)
+            if (owner == 0 and s < 5) or (owner == 1 and s >= 45):
+                if owner == side:
+                    scoring_mine += 1
+                else:
+                    scoring_theirs += 1
+    out[5] = (mine_blocked - scoring_mine) - (theirs_blocked - scoring_theirs)
+    out[10] = 1
+
+
+@njit(cache=True, nogil=True)
+def evaluate(h: np.ndarray, c: np.ndarray, side: int, weights: np.ndarray, scratch: np.ndarray) -> int:
+    """``dot(weights, features)`` of a position, side to move's view (centi-men)."""
+    features_into(h, c, side, scratch)
+    total = 0
+    for i in range(NUM_FEATURES):
+        total += weights[i] * scratch[i]
+    return total
+
+
+def features(h: np.ndarray, c: np.ndarray, side: int) -> np.ndarray:
+    """``int64 [NUM_FEATURES]`` feature vector of a position (``FEATURES`` order), side to move's view."""
+    out = np.zeros(NUM_FEATURES, dtype=np.int64)
+    features_into(np.asarray(h, dtype=np.uint8), np.asarray(c, dtype=np.uint64), int(side), out)
+    return out
+
+
+def weights_path(variant_name: str) -> pathlib.Path:
+    return _WEIGHTS_DIR / f"weights_{variant_name}.json"
+
+
+def load_weights(variant_name: str, path: "str | pathlib.Path | None" = None) -> np.ndarray:
+    """``int64 [NUM_FEATURES]`` weights of a variant from its JSON file (or ``path``).
+
+    The file is ``{"metadata": {...}, "weights": {feature: centi-men, ...}}``;
+    features it does not name weigh 0, names it has that are no feature raise.
+    """
+    path = pathlib.Path(path) if path is not None else weights_path(variant_name)
+    data = json.loads(path.read_text())
+    named = data["weights"]
+    unknown = sorted(set(named) - set(FEATURES))
+    if unknown:
+        raise ValueError(f"{path}: unknown features {unknown}; known: {list(FEATURES)}")
+    return np.array([int(round(float(named.get(f, 0)))) for f in FEATURES], dtype=np.int64)

@@ -1,0 +1,163 @@
+"""Compiled full-move generation (maximum capture rule) and perft.
+
+Captures are found by a depth-first walk per stack that plays each leap on the
+board and takes it back on the way out, so stacks leapt twice, the vacated
+start square and men changing owner all come out of the board itself.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from stapel_rl.classical.board import (
+    FORWARD,
+    JUMP8,
+    MAX_LEAPS,
+    MOVE_WIDTH,
+    NEIGHBOR8,
+    leap,
+    make_move,
+    unleap,
+    unmake_move,
+)
+
+#: Full moves kept per position; positions with more are counted but not all kept.
+MAX_MOVES = 512
+_ONE = np.uint64(1)
+
+
+@njit(cache=True, nogil=True)
+def _captures_from(h, c, side, start, first_banned, moves, n, best, stack):
+    """Add the longest capture paths of the stack on ``start`` to ``moves`` (``n`` kept so far,
+    ``best`` leaps each); return the new ``(n, best)``. ``stack`` is ``int8 [3, MAX_LEAPS + 2]``
+    scratch: squares of the path, next direction to try, square leapt to get there."""
+    opp = 1 - side
+    path = stack[0]
+    nextdir = stack[1]
+    leapt = stack[2]
+    path[0] = start
+    nextdir[0] = 0
+    leapt[0] = first_banned
+    level = 0
+    found = False  # whether the node at ``level`` has a child
+    while level >= 0:
+        d = nextdir[level]
+        if d == 4:
+            if not found and level > 0:  # a complete capture of ``level`` leaps
+                if level > best:
+                    best = level
+                    n = 0
+                if level == best:
+                    if n < MAX_MOVES:
+                        moves[n, 0] = level + 1
+                        for i in range(level + 1):
+                            moves[n, i + 1] = path[i]
+                    n += 1
+            if level > 0:
+                unleap(h, c, path[level - 1], leapt[level], path[level])
+            level -= 1
+            found = True  # the parent had this child
+            continue
+        nextdir[level] = d + 1
+        p = path[level]
+        q = JUMP8[p, d]
+        if q < 0 or h[q] != 0:
+            continue
+        o = NEIGHBOR8[p, d]
+        if o == leapt[level] or h[o] == 0 or int(c[o] & _ONE) != opp:
+            continue
+        leap(h, c, p, o, q)
+        level += 1
+        path[level] = q
+        leapt[level] = o
+        nextdir[level] = 0
+        found = False
+    return n, best
+
+
+@njit(cache=True, nogil=True)
+def generate(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt: int,
+             moves: np.ndarray, stack: np.ndarray) -> "tuple[int, int]":
+    """Legal full moves into ``moves`` (``int8 [MAX_MOVES, MOVE_WIDTH]``).
+
+    ``capturing >= 0``: the position is in the middle of a capture by that
+    square's stack, which may not leap ``last_leapt`` next; the moves are then
+    the remaining continuations (paths starting there).
+
+    Returns ``(count, leaps)``: the number of legal moves (possibly over
+    ``MAX_MOVES``, of which only the first ``MAX_MOVES`` are stored) and the
+    leaps each captures (0 for plain moves).
+    """
+    n = 0
+    best = 0
+    if capturing >= 0:
+        n, best = _captures_from(h, c, side, capturing, last_leapt, moves, n, best, stack)
+        return n, best
+    for s in range(50):
+        if h[s] != 0 and int(c[s] & _ONE) == side:
+            n, best = _captures_from(h, c, side, s, -1, moves, n, best, stack)
+    if best > 0:
+        return n, best
+    for s in range(50):
+        if h[s] != 0 and int(c[s] & _ONE) == side:
+            for k in range(2):
+                q = NEIGHBOR8[s, FORWARD[side, k]]
+                if q >= 0 and h[q] == 0:
+                    moves[n, 0] = 2
+                    moves[n, 1] = s
+                    moves[n, 2] = q
+                    n += 1
+    return n, 0
+
+
+@njit(cache=True, nogil=True)
+def plain_moves(h: np.ndarray, c: np.ndarray, side: int) -> "tuple[int, int]":
+    """``(plain moves, stacks without one)`` of ``side``, captures ignored (mobility)."""
+    count = 0
+    blocked = 0
+    for s in range(50):
+        if h[s] != 0 and int(c[s] & _ONE) == side:
+            here = 0
+            for k in range(2):
+                q = NEIGHBOR8[s, FORWARD[side, k]]
+                if q >= 0 and h[q] == 0:
+                    here += 1
+            count += here
+            if here == 0:
+                blocked += 1
+    return count, blocked
+
+
+def new_move_buffer(plies: int) -> np.ndarray:
+    """``int8 [plies, MAX_MOVES, MOVE_WIDTH]`` move lists, one per ply of a search."""
+    return np.zeros((plies, MAX_MOVES, MOVE_WIDTH), dtype=np.int8)
+
+
+def new_scratch() -> np.ndarray:
+    return np.zeros((3, MAX_LEAPS + 2), dtype=np.int8)
+
+
+@njit(cache=True, nogil=True)
+def _perft(h, c, side, depth, ply, buffer, stack):
+    moves = buffer[ply]
+    n, _ = generate(h, c, side, -1, -1, moves, stack)
+    if depth == 1:
+        return n
+    if n > MAX_MOVES:
+        raise ValueError("perft: more moves in a position than the buffer keeps")
+    total = 0
+    for i in range(n):
+        make_move(h, c, moves[i], np.uint64(0))
+        total += _perft(h, c, 1 - side, depth - 1, ply + 1, buffer, stack)
+        unmake_move(h, c, moves[i])
+    return total
+
+
+def perft(h: np.ndarray, c: np.ndarray, side: int, depth: int) -> int:
+    """Full-move paths of length ``depth`` from a position (as ``stapel_rl.env.perft``)."""
+    if depth <= 0:
+        return 1
+    h = np.array(h, dtype=np.uint8)
+    c = np.array(c, dtype=np.uint64)
+    return int(_perft(h, c, int(side), int(depth), 0, new_move_buffer(depth), new_scratch()))

@@ -1,0 +1,336 @@
+"""Compiled alpha-beta search: negamax with principal-variation search over full moves.
+
+Iterative deepening runs in Python (one compiled call per depth, so each
+completed iteration can be reported); everything below the root is compiled.
+
+- Transposition table: preallocated arrays indexed by the low bits of the
+  position key (``board.board_key``: whole stacks hashed, plus the side).
+- Move ordering: hash move, then killers and the history heuristic for plain
+  moves (captures are mandatory, so a list holds only captures or only plain moves).
+- Capture extension: at depth 0 a position whose side to move must capture is
+  searched on (the capture is forced and changes the material), up to
+  ``MAX_QPLY`` extra plies on a line; only quiet positions are evaluated.
+- Exact ends: the side to move without a move has lost (Variant I) or the
+  points decide (Variant II), scored ``WIN - ply`` so quicker wins rank
+  higher; a game reaching the variant's ply cap is truncated and scores 0.
+- Stopping: the node limit is checked at every node (deterministic results),
+  the ``stop`` flag every 1024 nodes; a Python timer sets the flag at the
+  deadline (the search releases the GIL, so the timer thread runs).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+from numba import njit
+
+from stapel_rl.classical.board import make_move, move_code, points, unmake_move
+from stapel_rl.classical.evaluation import NUM_FEATURES, evaluate
+from stapel_rl.classical.movegen import MAX_MOVES, generate
+
+MAX_PLY = 128
+MAX_QPLY = 24
+WIN = 1_000_000
+MATE_BOUND = WIN - 1000
+INF = 10 * WIN
+EXACT, LOWER, UPPER = 1, 2, 3
+#: Indices into the ``stats`` array shared with Python.
+NODES, MAX_NODES, ABORT, ROOT_PLY, PLY_CAP, POINTS_DECIDE, SELDEPTH = range(7)
+
+# Fields of a frame of the explicit search stack (one row per ply). The search is a loop over
+# that stack rather than a recursive function: numba cannot load recursive functions from its
+# on-disk cache (they crash), and the JIT cost must be paid once, not per process.
+DEPTH, ALPHA, BETA, BEST, ALPHA0, COUNT, LEAPS, NEXT, MOVE, QPLY, MODE, SIDE, BEST_CODE = range(13)
+FRAME_FIELDS = 16
+FULL, NULL_WINDOW, RESEARCH = 0, 1, 2
+
+Tables = namedtuple("Tables", "moves order index codes frames keys tt_key tt_move tt_score tt_depth tt_flag "
+                              "killers history stats stop weights fscratch gscratch")
+
+
+def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
+    """All the search's working memory, allocated once per searcher."""
+    size = 1 << tt_bits
+    return Tables(
+        moves=np.zeros((MAX_PLY, MAX_MOVES, 22), np.int8),
+        order=np.zeros((MAX_PLY, MAX_MOVES), np.int64),
+        index=np.zeros((MAX_PLY, MAX_MOVES), np.int16),
+        codes=np.zeros((MAX_PLY, MAX_MOVES), np.uint32),
+        frames=np.zeros((MAX_PLY, FRAME_FIELDS), np.int64),
+        keys=np.zeros(MAX_PLY, np.uint64),
+        tt_key=np.zeros(size, np.uint64),
+        tt_move=np.zeros(size, np.uint32),
+        tt_score=np.zeros(size, np.int32),
+        tt_depth=np.zeros(size, np.int8),
+        tt_flag=np.zeros(size, np.int8),
+        killers=np.zeros((MAX_PLY, 2), np.uint32),
+        history=np.zeros((50, 50), np.int64),
+        stats=np.zeros(8, np.int64),
+        stop=np.zeros(1, np.int8),
+        weights=np.ascontiguousarray(weights, dtype=np.int64),
+        fscratch=np.zeros(NUM_FEATURES, np.int64),
+        gscratch=np.zeros((3, 22), np.int8),
+    )
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _to_tt(score, ply):
+    if score > MATE_BOUND:
+        return score + ply
+    if score < -MATE_BOUND:
+        return score - ply
+    return score
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _from_tt(score, ply):
+    if score > MATE_BOUND:
+        return score - ply
+    if score < -MATE_BOUND:
+        return score + ply
+    return score
+
+
+@njit(cache=True, nogil=True)
+def _terminal(h, c, side, ply, points_decide):
+    if points_decide:
+        diff = points(h, c, side) - points(h, c, 1 - side)
+        if diff == 0:
+            return 0
+        return (WIN - ply) if diff > 0 else -(WIN - ply)
+    return -(WIN - ply)
+
+
+@njit(cache=True, nogil=True)
+def _order_moves(t, ply, n, hash_move, leaps):
+    moves = t.moves[ply]
+    for i in range(n):
+        code = move_code(moves[i])
+        t.codes[ply, i] = code
+        t.index[ply, i] = i
+        if code == hash_move:
+            score = 1 << 40
+        elif leaps > 0:
+            score = 0
+        elif code == t.killers[ply, 0]:
+            score = 1 << 31
+        elif code == t.killers[ply, 1]:
+            score = 1 << 30
+        else:
+            score = t.history[moves[i, 1], moves[i, 2]]
+        t.order[ply, i] = score
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pick(t, ply, i, n):
+    # Selection sort one step at a time: most nodes cut off after a move or two.
+    best = i
+    for j in range(i + 1, n):
+        if t.order[ply, j] > t.order[ply, best]:
+            best = j
+    if best != i:
+        tmp = t.order[ply, i]
+        t.order[ply, i] = t.order[ply, best]
+        t.order[ply, best] = tmp
+        k = t.index[ply, i]
+        t.index[ply, i] = t.index[ply, best]
+        t.index[ply, best] = k
+    return t.index[ply, i]
+
+
+@njit(cache=True, nogil=True)
+def _enter(h, c, p, t):
+    """Start the node at ply ``p`` (frame set by its parent); ``(value, True)`` when it needs no
+    move searched, else ``(0, False)`` with its moves generated and ordered."""
+    f = t.frames[p]
+    stats = t.stats
+    stats[NODES] += 1
+    if stats[NODES] >= stats[MAX_NODES] or ((stats[NODES] & 1023) == 0 and t.stop[0] != 0):
+        stats[ABORT] = 1
+    if stats[ABORT] != 0:
+        return 0, True
+    if p > stats[SELDEPTH]:
+        stats[SELDEPTH] = p
+    side = f[SIDE]
+    n, leaps = generate(h, c, side, -1, -1, t.moves[p], t.gscratch)
+    if n == 0:
+        return _terminal(h, c, side, p, stats[POINTS_DECIDE] != 0), True
+    if stats[ROOT_PLY] + p >= stats[PLY_CAP]:
+        return 0, True
+    depth = f[DEPTH]
+    if (depth <= 0 and leaps == 0) or p >= MAX_PLY - 2 or f[QPLY] >= MAX_QPLY:
+        return evaluate(h, c, side, t.weights, t.fscratch), True
+    if depth <= 0:
+        f[QPLY] += 1
+        f[DEPTH] = depth = 0
+    key = t.keys[p]
+    slot = key & np.uint64(t.tt_key.size - 1)
+    hash_move = np.uint32(0)
+    if t.tt_key[slot] == key:
+        hash_move = t.tt_move[slot]
+        if t.tt_depth[slot] >= depth:
+            s = _from_tt(np.int64(t.tt_score[slot]), p)
+            flag = t.tt_flag[slot]
+            if flag == EXACT or (flag == LOWER and s >= f[BETA]) or (flag == UPPER and s <= f[ALPHA]):
+                return s, True
+    n = min(n, MAX_MOVES)
+    _order_moves(t, p, n, hash_move, leaps)
+    f[COUNT] = n
+    f[LEAPS] = leaps
+    f[NEXT] = 0
+    f[BEST] = -INF
+    f[ALPHA0] = f[ALPHA]
+    f[BEST_CODE] = 0
+    return 0, False
+
+
+@njit(cache=True, nogil=True)
+def _push(h, c, p, t, mode):
+    """Play the node's next move (or, for a re-search, keep the one played) and set up the child."""
+    f = t.frames[p]
+    if mode != RESEARCH:
+        k = _pick(t, p, f[NEXT], f[COUNT])
+        f[MOVE] = k
+        t.keys[p + 1] = make_move(h, c, t.moves[p, k], t.keys[p])
+    f[MODE] = mode
+    g = t.frames[p + 1]
+    g[DEPTH] = f[DEPTH] - 1
+    g[QPLY] = f[QPLY]
+    g[SIDE] = 1 - f[SIDE]
+    g[BETA] = -f[ALPHA]
+    g[ALPHA] = -f[ALPHA] - 1 if mode == NULL_WINDOW else -f[BETA]
+
+
+@njit(cache=True, nogil=True)
+def _finish(p, t):
+    f = t.frames[p]
+    best = f[BEST]
+    flag = UPPER if best <= f[ALPHA0] else (LOWER if best >= f[BETA] else EXACT)
+    slot = t.keys[p] & np.uint64(t.tt_key.size - 1)
+    t.tt_key[slot] = t.keys[p]
+    t.tt_move[slot] = np.uint32(f[BEST_CODE])
+    t.tt_score[slot] = _to_tt(best, p)
+    t.tt_depth[slot] = f[DEPTH]
+    t.tt_flag[slot] = flag
+    return best
+
+
+@njit(cache=True, nogil=True)
+def negamax(h, c, side, key, depth, alpha, beta, ply, t):
+    """Value of the position (``side`` to move, ``ply`` from the root) within ``(alpha, beta)``.
+
+    ``h``/``c`` are changed during the search and restored on return, also on an abort (then 0).
+    """
+    base = ply
+    p = ply
+    f = t.frames[p]
+    f[DEPTH] = depth
+    f[ALPHA] = alpha
+    f[BETA] = beta
+    f[QPLY] = 0
+    f[SIDE] = side
+    t.keys[p] = key
+    while True:
+        v, resolved = _enter(h, c, p, t)
+        if not resolved:
+            _push(h, c, p, t, FULL)
+            p += 1
+            continue
+        while True:  # hand v up the stack until some node has another move to search
+            if p == base:
+                return v
+            p -= 1
+            v = -v
+            f = t.frames[p]
+            if t.stats[ABORT] != 0:
+                for q in range(p, base - 1, -1):
+                    unmake_move(h, c, t.moves[q, t.frames[q, MOVE]])
+                return 0
+            if f[MODE] == NULL_WINDOW and f[ALPHA] < v < f[BETA]:
+                _push(h, c, p, t, RESEARCH)
+                p += 1
+                break
+            k = f[MOVE]
+            mv = t.moves[p, k]
+            unmake_move(h, c, mv)
+            cutoff = False
+            if v > f[BEST]:
+                f[BEST] = v
+                f[BEST_CODE] = t.codes[p, k]
+                if v > f[ALPHA]:
+                    f[ALPHA] = v
+                    if v >= f[BETA]:
+                        cutoff = True
+                        if f[LEAPS] == 0:
+                            code = t.codes[p, k]
+                            if t.killers[p, 0] != code:
+                                t.killers[p, 1] = t.killers[p, 0]
+                                t.killers[p, 0] = code
+                            t.history[mv[1], mv[2]] += f[DEPTH] * f[DEPTH]
+            f[NEXT] += 1
+            if cutoff or f[NEXT] >= f[COUNT]:
+                v = _finish(p, t)
+                continue
+            _push(h, c, p, t, NULL_WINDOW)
+            p += 1
+            break
+
+
+@njit(cache=True, nogil=True)
+def search_root(h, c, side, key, depth, n, root_index, root_scores, t):
+    """One iteration over the root moves ``t.moves[0][root_index[:n]]`` in that order.
+
+    Returns ``(best score, position in root_index of the best move)``; on an
+    abort the best of the moves whose search completed (-1 if none did).
+    """
+    alpha = -INF
+    best = -INF
+    best_i = -1
+    for i in range(n):
+        mv = t.moves[0, root_index[i]]
+        child = make_move(h, c, mv, key)
+        if i == 0:
+            v = -negamax(h, c, 1 - side, child, depth - 1, -INF, -alpha, 1, t)
+        else:
+            v = -negamax(h, c, 1 - side, child, depth - 1, -alpha - 1, -alpha, 1, t)
+            if v > alpha:
+                v = -negamax(h, c, 1 - side, child, depth - 1, -INF, -alpha, 1, t)
+        unmake_move(h, c, mv)
+        if t.stats[ABORT] != 0:
+            break
+        root_scores[i] = v
+        if v > best:
+            best = v
+            best_i = i
+            alpha = v
+    return best, best_i
+
+
+@njit(cache=True, nogil=True)
+def principal_variation(h, c, side, key, first, out, t):
+    """Write the line ``first`` then the hash moves into ``out`` (``int8 [L, 22]``); return its length."""
+    h = h.copy()
+    c = c.copy()
+    moves = t.moves[MAX_PLY - 1]
+    out[0, :] = first
+    key = make_move(h, c, first, key)
+    side = 1 - side
+    length = 1
+    while length < out.shape[0]:
+        slot = key & np.uint64(t.tt_key.size - 1)
+        if t.tt_key[slot] != key or t.tt_move[slot] == 0:
+            break
+        n, _ = generate(h, c, side, -1, -1, moves, t.gscratch)
+        found = -1
+        for i in range(min(n, MAX_MOVES)):
+            if move_code(moves[i]) == t.tt_move[slot]:
+                found = i
+                break
+        if found < 0:
+            break
+        out[length, :] = moves[found]
+        key = make_move(h, c, moves[found], key)
+        side = 1 - side
+        length += 1
+    return length
