@@ -8,6 +8,9 @@ games). Agents are named by short specs on the command line:
     greedy                      the full move that leaves it controlling the most
                                 men (Variant II: most points first), ties random
     alphabeta[:DEPTH][:q=N]     negamax with alpha-beta over full moves (default depth 2)
+    classical[:time=SECONDS][:depth=N][:nodes=N]
+                                compiled (numba) alpha-beta, iterative deepening; time=1.0 s
+                                per move when no limit is given; the first limit hit stops it
     mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]
                                 checkpoint + search, temperature 0; with time=, each
                                 decision searches that long (sims= then limits it)
@@ -106,3 +109,13 @@ def _alphabeta(args: "list[str]") -> Agent:
 
 
 register_agent("alphabeta", _alphabeta)
+
+
+def _classical(args: "list[str]") -> Agent:
+    """``classical[:time=SECONDS][:depth=N][:nodes=N]``; imported on first use (numba JIT)."""
+    from stapel_rl.classical.agent import from_spec_args
+
+    return from_spec_args(args)
+
+
+register_agent("classical", _classical)

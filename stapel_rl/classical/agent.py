@@ -1,0 +1,148 @@
+"""``ClassicalAgent``: the compiled searcher behind the Agent protocol, spec
+``classical[:time=SECONDS][:depth=N][:nodes=N]``.
+
+Every live game of a batch is searched in turn. A multi-leap capture is one
+full move to the search but several actions to the environment: the agent
+returns the first leap and remembers the rest, so when called again in the
+middle of that capture it continues the chosen path without searching (a
+state it did not plan for is searched from where it stands).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+import warnings
+
+import numpy as np
+
+from stapel_rl.classical.board import OVER, leap
+from stapel_rl.classical.position import Position, row_path, step_actions
+from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
+from stapel_rl.env.state import State
+from stapel_rl.env.variants import Variant
+
+DEFAULT_TIME = 1.0
+#: Seconds kept back from each move's budget for the work around the search (conversions, timer).
+TIME_MARGIN = 0.003
+_OPTIONS = ("time", "depth", "nodes")
+_USAGE = ("use 'classical[:time=SECONDS][:depth=N][:nodes=N]' with SECONDS > 0, N >= 1 "
+          "(e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')")
+
+
+def _plan_key(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt: int) -> tuple:
+    return h.tobytes(), c.tobytes(), side, capturing, last_leapt
+
+
+@dataclasses.dataclass
+class ClassicalAgent:
+    """Alpha-beta over full moves with the first of the limits hit ending each search.
+
+    Attributes:
+        time_per_move: seconds per decision and game (``None``: no time limit);
+            a match harness may set it.
+        depth: deepest iteration (plies of full moves), ``None`` for no limit.
+        nodes: positions visited per search, ``None`` for no limit (makes play deterministic).
+        tt_bits: the transposition table holds ``2 ** tt_bits`` entries per variant.
+        last: the last search's result (``SearchResult``) or ``None`` (diagnostics).
+    """
+
+    time_per_move: "float | None" = DEFAULT_TIME
+    depth: "int | None" = None
+    nodes: "int | None" = None
+    tt_bits: int = 20
+    name: str = "classical"
+    last: object = dataclasses.field(default=None, init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self._searchers: "dict[Variant, Searcher]" = {}
+        self._plans: "dict[tuple, int]" = {}
+
+    def searcher(self, variant: Variant) -> Searcher:
+        if variant not in self._searchers:
+            self._searchers[variant] = Searcher(variant, tt_bits=self.tt_bits)
+        return self._searchers[variant]
+
+    def __call__(self, state: State, rng: "np.random.Generator | None" = None) -> np.ndarray:
+        """The next action of every live game (0 for finished ones)."""
+        actions = np.zeros(state.batch_size, np.int64)
+        for g in np.flatnonzero(~state.done):
+            actions[g] = self._decide(state, int(g), time.perf_counter())
+        return actions
+
+    def _decide(self, state: State, g: int, start: float) -> int:
+        pos = Position.from_state(state, g)
+        legal = state.legal_action_mask[g]
+        if pos.capturing >= 0:
+            planned = self._plans.pop(_plan_key(pos.h, pos.c, pos.side, pos.capturing, pos.last_leapt), None)
+            if planned is not None and legal[planned]:
+                return planned
+        rows = pos.move_rows()
+        if len(rows) == 1:
+            path = row_path(rows[0])
+        else:
+            deadline = None if self.time_per_move is None else start + self.time_per_move - TIME_MARGIN
+            self.last = self.searcher(state.variant).search(pos, depth=self.depth, nodes=self.nodes,
+                                                            deadline=deadline)
+            path = self.last.path
+        actions = step_actions(path)
+        self._remember(pos, path, actions)
+        if not legal[actions[0]]:  # never expected: the tests hold the generator to the engine
+            warnings.warn(f"classical: move {path} is not legal here; playing the first legal action")
+            return int(np.flatnonzero(legal)[0])
+        return actions[0]
+
+    def _remember(self, pos: Position, path: "list[int]", actions: "list[int]") -> None:
+        """Store the leaps after the first of a capture, keyed by the state each is played from."""
+        if len(self._plans) > 10_000:  # plans of abandoned games
+            self._plans.clear()
+        h, c = pos.h.copy(), pos.c.copy()
+        for i in range(len(path) - 2):
+            p, q = path[i], path[i + 1]
+            leap(h, c, p, int(OVER[p, q]), q)
+            self._plans[_plan_key(h, c, pos.side, q, int(OVER[p, q]))] = actions[i + 1]
+
+
+def from_spec_args(args: "list[str]") -> ClassicalAgent:
+    """The agent of spec ``classical[:time=SECONDS][:depth=N][:nodes=N]`` from the parts after ``classical``.
+
+    With no part the agent thinks ``time=1.0`` s per move; with some, only
+    those limits apply. Raises ``ValueError`` naming the allowed options.
+    """
+    spec = ":".join(["classical", *args])
+    options: "dict[str, float | int]" = {}
+    for item in args:
+        key, sep, value = item.partition("=")
+        key = key.strip()
+        if not sep or key not in _OPTIONS:
+            raise ValueError(f"agent spec {spec!r}: unknown option {item!r}; options are "
+                             f"{', '.join(_OPTIONS)}; {_USAGE}")
+        if key in options:
+            raise ValueError(f"agent spec {spec!r}: {key} given twice; {_USAGE}")
+        options[key] = _seconds(value, spec) if key == "time" else _count(value, spec, key)
+    if not options:
+        options["time"] = DEFAULT_TIME
+    if options.get("depth", 0) > MAX_DEPTH:
+        raise ValueError(f"agent spec {spec!r}: depth must be at most {MAX_DEPTH}; {_USAGE}")
+    return ClassicalAgent(time_per_move=options.get("time"), depth=options.get("depth"), nodes=options.get("nodes"))
+
+
+def _seconds(text: str, spec: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise ValueError(f"agent spec {spec!r}: time {text!r} is not a number of seconds; {_USAGE}") from None
+    if not math.isfinite(value) or value <= 0:
+        raise ValueError(f"agent spec {spec!r}: time must be a positive number of seconds, got {text!r}; {_USAGE}")
+    return value
+
+
+def _count(text: str, spec: str, what: str) -> int:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not math.isfinite(value) or value != int(value) or value < 1:
+        raise ValueError(f"agent spec {spec!r}: {what} must be a whole number >= 1, got {text!r}; {_USAGE}")
+    return int(value)
