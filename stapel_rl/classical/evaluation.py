@@ -13,11 +13,11 @@ Features
     captives        enemy men under own tops minus own men under enemy tops (prisoners)
     rescue          own men directly under an enemy top: one capture of that stack frees them
     mobility        plain moves (Variant I: who cannot move loses)
-    blocked         controlled stacks without a plain move (Variant II: not counted on the scoring row)
+    blocked         controlled stacks without a plain move, not counting those on the scoring row
     advancement     rows advanced from the own back row, summed over controlled stacks (tempo)
     back_guard      controlled stacks still on the own back row
     points          Variant II points: men in controlled stacks on the opponent's back row
-    race            rows advanced times stack height (the points coming up the board)
+    race            rows advanced times stack height, stacks not yet scoring (the points to come)
     to_move         1: the value of having the move
 """
 
@@ -29,8 +29,7 @@ import pathlib
 import numpy as np
 from numba import njit
 
-from stapel_rl.classical.board import ROW8, popcount
-from stapel_rl.classical.movegen import plain_moves
+from stapel_rl.classical.board import FORWARD, NEIGHBOR8, ROW8, popcount
 
 FEATURES = ("material", "stacks", "captives", "rescue", "mobility", "blocked", "advancement", "back_guard",
             "points", "race", "to_move")
@@ -42,10 +41,10 @@ _WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent
 @njit(cache=True, nogil=True)
 def features_into(h: np.ndarray, c: np.ndarray, side: int, out: np.ndarray) -> None:
     """Write the feature vector (``FEATURES`` order) of a position into ``out`` (``int64 [NUM_FEATURES]``)."""
-    for i in range(NUM_FEATURES):
-        out[i] = 0
+    # One pass with scalar sums (kept in registers, unlike array elements): this runs at every leaf.
+    material = stacks = captives = rescue = mobility = blocked = advancement = guard = score = race = 0
     for s in range(50):
-        height = h[s]
+        height = np.int64(h[s])
         if height == 0:
             continue
         col = c[s]
@@ -53,33 +52,37 @@ def features_into(h: np.ndarray, c: np.ndarray, side: int, out: np.ndarray) -> N
         sign = 1 if owner == side else -1
         black_men = popcount(col)
         own_colour = height - black_men if owner == 0 else black_men  # men of the owner's colour
-        advanced = 9 - ROW8[s] if owner == 0 else ROW8[s]
-        out[0] += sign * height
-        out[1] += sign
-        out[2] += sign * (height - own_colour)
+        advanced = 9 - np.int64(ROW8[s]) if owner == 0 else np.int64(ROW8[s])
+        material += sign * height
+        stacks += sign
+        captives += sign * (height - own_colour)
         if height > 1 and int((col >> _ONE) & _ONE) != owner:
-            out[3] -= sign  # the man below the top is the other side's: he is theirs to rescue
-        out[6] += sign * advanced
+            rescue -= sign  # the man below the top is the other side's: he is theirs to rescue
+        advancement += sign * advanced
         if advanced == 0:
-            out[7] += sign
+            guard += sign
         elif advanced == 9:
-            out[8] += sign * height
-        out[9] += sign * advanced * height
-    mine, mine_blocked = plain_moves(h, c, side)
-    theirs, theirs_blocked = plain_moves(h, c, 1 - side)
-    out[4] = mine - theirs
-    # Stacks on the scoring row cannot move but are not stuck in the sense that matters for points.
-    scoring_mine = 0
-    scoring_theirs = 0
-    for s in range(50):
-        if h[s] != 0:
-            owner = int(c[s] & _ONE)
-            if (owner == 0 and s < 5) or (owner == 1 and s >= 45):
-                if owner == side:
-                    scoring_mine += 1
-                else:
-                    scoring_theirs += 1
-    out[5] = (mine_blocked - scoring_mine) - (theirs_blocked - scoring_theirs)
+            score += sign * height  # on the scoring row: no plain move, but not stuck either
+            continue
+        race += sign * advanced * height
+        steps = 0
+        for k in range(2):
+            q = NEIGHBOR8[s, FORWARD[owner, k]]
+            if q >= 0 and h[q] == 0:
+                steps += 1
+        mobility += sign * steps
+        if steps == 0:
+            blocked += sign
+    out[0] = material
+    out[1] = stacks
+    out[2] = captives
+    out[3] = rescue
+    out[4] = mobility
+    out[5] = blocked
+    out[6] = advancement
+    out[7] = guard
+    out[8] = score
+    out[9] = race
     out[10] = 1
 
 

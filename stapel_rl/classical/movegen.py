@@ -94,9 +94,17 @@ def generate(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt
     if capturing >= 0:
         n, best = _captures_from(h, c, side, capturing, last_leapt, moves, n, best, stack)
         return n, best
+    opp = 1 - side
     for s in range(50):
         if h[s] != 0 and int(c[s] & _ONE) == side:
-            n, best = _captures_from(h, c, side, s, -1, moves, n, best, stack)
+            # Most stacks have no leap at all: look before setting up the walk.
+            for d in range(4):
+                q = JUMP8[s, d]
+                if q >= 0 and h[q] == 0:
+                    o = NEIGHBOR8[s, d]
+                    if h[o] != 0 and int(c[o] & _ONE) == opp:
+                        n, best = _captures_from(h, c, side, s, -1, moves, n, best, stack)
+                        break
     if best > 0:
         return n, best
     for s in range(50):
