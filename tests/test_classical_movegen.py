@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import pathlib
 
 import numpy as np
@@ -122,3 +124,11 @@ def test_tall_stack_positions_match_engine(variant):
     for g in np.flatnonzero(state.done):
         assert _compiled_moves(state, g) == []
     assert state.height.max() >= 30
+
+
+def test_import_stays_light():
+    code = ("import sys, stapel_rl.classical; "
+            "bad = [m for m in sys.modules if m == 'torch' or m.startswith(('stapel_rl.eval', 'stapel_rl.mcts', "
+            "'stapel_rl.train', 'stapel_rl.cli'))]; print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
