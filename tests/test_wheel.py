@@ -2,10 +2,14 @@
 environment, the commands run from a directory that is not the checkout, with the configs and the
 trained agents that ship inside the package.
 
-The environment sees the system's site-packages (torch and the other dependencies are installed
-there, and nothing needs the network); ``--ignore-installed`` puts the wheel into the environment
-without touching the editable install of the checkout, and the first check makes sure the
-environment imports its own copy.
+The environment sees the site-packages of the interpreter running the tests (torch and the other
+dependencies are installed there, and nothing needs the network) through a ``.pth`` file that
+lists those directories after its own: this works for the system interpreter, a virtual environment
+and conda alike (``system_site_packages`` would give the *base* interpreter's packages, which inside
+a virtual environment are not the ones the README's commands installed). Plain directory lines in a
+``.pth`` file do not run the other ``.pth`` files they hold, so the editable install of the
+checkout stays out of sight; ``--ignore-installed`` puts the wheel into the environment without
+touching it, and the first check makes sure the environment imports its own copy.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import os
 import pathlib
 import re
 import shutil
+import site
 import subprocess
 import sys
 import venv
@@ -39,6 +44,19 @@ def _run(command: "list[str]", cwd: pathlib.Path, timeout: float = 120) -> str:
     return done.stdout
 
 
+def _running_site_packages() -> "list[str]":
+    """The site-packages directories of the interpreter running the tests, in its search order."""
+    dirs = [*site.getsitepackages(), *([site.getusersitepackages()] if site.ENABLE_USER_SITE else [])]
+    return [d for d in dict.fromkeys(dirs) if pathlib.Path(d).is_dir()]
+
+
+def _see_running_packages(python: pathlib.Path) -> None:
+    """Make the environment of ``python`` import the running interpreter's packages after its own."""
+    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+                         capture_output=True, text=True, check=True).stdout.strip()
+    (pathlib.Path(own) / "_running_interpreter.pth").write_text("".join(d + "\n" for d in _running_site_packages()))
+
+
 @pytest.fixture(scope="module")
 def installed(tmp_path_factory) -> "tuple[pathlib.Path, pathlib.Path]":
     """(bin directory of a fresh environment with the wheel installed, an empty working directory)."""
@@ -54,8 +72,9 @@ def installed(tmp_path_factory) -> "tuple[pathlib.Path, pathlib.Path]":
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(root / "dist"),
           str(source)], cwd=root, timeout=300)
     (wheel,) = (root / "dist").glob("stapel_rl-*.whl")
-    venv.create(root / "env", system_site_packages=True, with_pip=False)
+    venv.create(root / "env", with_pip=False)
     bin_dir = root / "env" / "bin"
+    _see_running_packages(bin_dir / "python")
     _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "--no-deps",
           "--ignore-installed", "--no-index", "-q", str(wheel)], cwd=root)
     work = root / "work"

@@ -186,11 +186,16 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             start = time.perf_counter()
             it = counters["iteration"] + 1
 
-            # 1. self-play with the latest weights (workers: those of the previous iteration)
+            # 1. self-play with the latest weights (workers: those of the previous iteration). A run's
+            # first iteration plays fewer positions with shorter searches: its network is untrained,
+            # and the first line with losses comes sooner.
             per_worker = []
+            count, simulations = t.positions_per_iteration, 0
+            if counters["iteration"] == 0:
+                count, simulations = min(t.first_positions or count, count), t.first_simulations
             if workers is not None:
                 if not workers.pending:
-                    workers.request(weights(), t.positions_per_iteration, counters["iteration"])
+                    workers.request(weights(), count, counters["iteration"], simulations)
                 batch = workers.collect()
                 # played while this process trains
                 workers.request(weights(), t.positions_per_iteration, counters["iteration"])
@@ -200,7 +205,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             else:
                 selfplay.version = counters["iteration"]
                 evaluator.reset_stats()
-                positions = selfplay.play(t.positions_per_iteration)
+                positions = selfplay.play(count, simulations)
                 games = selfplay.take_finished_games()
                 selfplay_seconds = time.perf_counter() - start
                 network_share = evaluator.seconds / selfplay_seconds

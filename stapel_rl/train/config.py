@@ -54,6 +54,10 @@ class TrainConfig:
     iterations: int = 0  # stop after this many iterations (0 = no limit)
     num_games: int = 128  # self-play games played at once (the network's batch)
     positions_per_iteration: int = 4096  # new positions per iteration before training on them
+    first_positions: int = 2048  # new positions of a run's first iteration, at most positions_per_iteration
+    # (0 = positions_per_iteration): with first_simulations, the first line with losses comes sooner
+    first_simulations: int = 4  # simulations per search in a run's first iteration, whose network is
+    # untrained (0 = mcts.num_simulations)
     replay_capacity: int = 60000  # positions kept in the replay buffer (sliding window)
     min_replay: int = 2048  # positions needed before the first gradient step
     batch_size: int = 256  # positions per gradient step

@@ -76,8 +76,8 @@ class SelfPlayActor:
     def pid(self) -> int:
         return os.getpid()
 
-    def play(self, weights: "dict[str, np.ndarray]", version: int, count: int) -> tuple:
-        return self.worker.play(weights, version, count)
+    def play(self, weights: "dict[str, np.ndarray]", version: int, count: int, simulations: int = 0) -> tuple:
+        return self.worker.play(weights, version, count, simulations)
 
 
 class RaySelfPlayActors:
@@ -115,13 +115,14 @@ class RaySelfPlayActors:
 
         return ray.get([actor.pid.remote() for actor in self.actors])
 
-    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0) -> None:
-        """Publish ``weights`` once and ask every actor for its share of ``positions``."""
+    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0
+                ) -> None:
+        """Publish ``weights`` once and ask every actor for its share of ``positions`` (see ``SelfPlayWorkers``)."""
         import ray
 
         ref = ray.put(weights)
         count = share(positions, len(self.actors))
-        self.futures = [actor.play.remote(ref, version, count) for actor in self.actors]
+        self.futures = [actor.play.remote(ref, version, count, simulations) for actor in self.actors]
 
     def collect(self) -> Batch:
         """Wait for every actor's answer to the last request (a restarted actor's retry included)."""

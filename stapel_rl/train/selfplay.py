@@ -81,11 +81,14 @@ class SelfPlay:
         self.version = 0  # weights version the evaluator holds; recorded with each position
         self.actor = -1  # this self-play's process index; recorded with each position
 
-    def play(self, min_positions: int) -> Positions:
-        """Step all games until the finished ones hold ``min_positions`` recorded positions."""
+    def play(self, min_positions: int, simulations: int = 0) -> Positions:
+        """Step all games until the finished ones hold ``min_positions`` recorded positions.
+
+        ``simulations`` > 0 replaces the full searches' simulation count for this call.
+        """
         collected = 0
         while collected < min_positions:
-            final = self._decide()
+            final = self._decide(simulations)
             done = np.flatnonzero(final.done)
             collected += int(self.recorded[done].sum())
             for g in done:
@@ -96,11 +99,14 @@ class SelfPlay:
             self.recorded[done] = 0
         return self._collect()
 
-    def _decide(self) -> State:
-        """One search and one action in every game; returns the games after it (``done``: just ended)."""
+    def _decide(self, simulations: int = 0) -> State:
+        """One search and one action in every game; returns the games after it (``done``: just ended).
+
+        ``simulations`` > 0 replaces the full searches' simulation count.
+        """
         cfg, state = self.config, self.state
         full = cfg.fast_simulations <= 0 or self.rng.random() < cfg.full_search_prob
-        sims = self.search_config.num_simulations if full else cfg.fast_simulations
+        sims = (simulations or self.search_config.num_simulations) if full else cfg.fast_simulations
         search_config = dataclasses.replace(self.search_config, num_simulations=sims,
                                             dirichlet_fraction=self.search_config.dirichlet_fraction if full else 0.0)
         out = search(state, self.evaluator, search_config, self.rng, tree=self.tree)

@@ -97,21 +97,24 @@ class WorkerPlay:
         self.selfplay = SelfPlay(variant, self.evaluator, spec.search, spec.selfplay, rng)
         self.selfplay.actor = index
 
-    def play(self, weights: "dict[str, np.ndarray]", version: int, count: int) -> tuple:
-        """Play ``count`` positions with ``weights``: ``(arrays, games, network seconds, seconds)``."""
+    def play(self, weights: "dict[str, np.ndarray]", version: int, count: int, simulations: int = 0) -> tuple:
+        """Play ``count`` positions with ``weights`` (``simulations`` > 0: searches of that many).
+
+        Returns ``(arrays, games, network seconds, seconds)``.
+        """
         import torch
 
         self.net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
         self.selfplay.version = version
         self.evaluator.reset_stats()
         start = time.perf_counter()
-        positions = self.selfplay.play(count)
+        positions = self.selfplay.play(count, simulations)
         return (positions.arrays, self.selfplay.take_finished_games(), self.evaluator.seconds,
                 time.perf_counter() - start)
 
 
 def _serve(connection, spec: WorkerSpec, index: int) -> None:
-    """A worker's loop: ``(weights, version, n)`` -> play ``n`` positions with them -> send the batch back."""
+    """A worker's loop: ``(weights, version, n, simulations)`` -> play ``n`` positions -> send the batch back."""
     try:
         worker = WorkerPlay(spec, index)
         while (request := connection.recv()) is not None:
@@ -146,10 +149,14 @@ class SelfPlayWorkers:
     def pids(self) -> "list[int]":
         return [process.pid for process in self.processes]
 
-    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0) -> None:
-        """Ask every worker for ``positions / N`` positions played with ``weights`` (of iteration ``version``)."""
+    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0
+                ) -> None:
+        """Ask every worker for ``positions / N`` positions played with ``weights`` (of iteration ``version``).
+
+        ``simulations`` > 0 replaces the searches' simulation count for this request.
+        """
         for connection in self.connections:
-            connection.send((weights, version, share(positions, len(self.connections))))
+            connection.send((weights, version, share(positions, len(self.connections)), simulations))
         self.pending = True
 
     def collect(self) -> Batch:
