@@ -1,5 +1,11 @@
 """``ClassicalAgent``: the compiled searcher behind the Agent protocol, spec
-``classical[:time=SECONDS][:depth=N][:nodes=N]``.
+``classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]``.
+
+``eval=PATH`` names a weights file in the format of the packaged
+``weights_I.json`` / ``weights_II.json`` (``{"metadata": {...}, "weights":
+{feature: centi-men}}``, every feature of ``FEATURES`` named once); without it
+each variant uses its packaged file. ``scripts/fit_classical.py`` writes such
+files (see ``docs/classical.md``).
 
 Every live game of a batch is searched in turn. A multi-leap capture is one
 full move to the search but several actions to the environment: the agent
@@ -11,13 +17,16 @@ state it did not plan for is searched from where it stands).
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import pathlib
 import time
 import warnings
 
 import numpy as np
 
 from stapel_rl.classical.board import OVER, leap
+from stapel_rl.classical.evaluation import FEATURES
 from stapel_rl.classical.position import Position, row_path, step_actions
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
 from stapel_rl.env.state import State
@@ -26,9 +35,9 @@ from stapel_rl.env.variants import Variant
 DEFAULT_TIME = 1.0
 #: Seconds kept back from each move's budget for the work around the search (conversions, timer).
 TIME_MARGIN = 0.003
-_OPTIONS = ("time", "depth", "nodes")
-_USAGE = ("use 'classical[:time=SECONDS][:depth=N][:nodes=N]' with SECONDS > 0, N >= 1 "
-          "(e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')")
+_OPTIONS = ("time", "depth", "nodes", "eval")
+_USAGE = ("use 'classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]' with SECONDS > 0, N >= 1, "
+          "PATH a weights JSON file (e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')")
 
 
 def _plan_key(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt: int) -> tuple:
@@ -45,6 +54,10 @@ class ClassicalAgent:
         depth: deepest iteration (plies of full moves), ``None`` for no limit.
         nodes: positions visited per search, ``None`` for no limit (makes play deterministic).
         tt_bits: the transposition table holds ``2 ** tt_bits`` entries per variant.
+        weights: ``int64 [len(FEATURES)]`` evaluation weights for every variant,
+            ``None`` for each variant's packaged file.
+        weights_variant: the variant ``weights`` were fitted for (from the file's
+            metadata), ``None`` if unknown; playing another variant raises.
         last: the last search's result (``SearchResult``) or ``None`` (diagnostics).
     """
 
@@ -53,6 +66,8 @@ class ClassicalAgent:
     nodes: "int | None" = None
     tt_bits: int = 20
     name: str = "classical"
+    weights: "np.ndarray | None" = None
+    weights_variant: "str | None" = None
     last: object = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -61,7 +76,10 @@ class ClassicalAgent:
 
     def searcher(self, variant: Variant) -> Searcher:
         if variant not in self._searchers:
-            self._searchers[variant] = Searcher(variant, tt_bits=self.tt_bits)
+            if self.weights_variant is not None and self.weights_variant != variant.name:
+                raise ValueError(f"classical: the evaluation weights are for Variant {self.weights_variant}, "
+                                 f"this game is Variant {variant.name}; pass that variant's weights file with eval=")
+            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits)
         return self._searchers[variant]
 
     def __call__(self, state: State, rng: "np.random.Generator | None" = None) -> np.ndarray:
@@ -104,14 +122,55 @@ class ClassicalAgent:
             self._plans[_plan_key(h, c, pos.side, q, int(OVER[p, q]))] = actions[i + 1]
 
 
-def from_spec_args(args: "list[str]") -> ClassicalAgent:
-    """The agent of spec ``classical[:time=SECONDS][:depth=N][:nodes=N]`` from the parts after ``classical``.
+def read_weights(path: "str | pathlib.Path") -> "tuple[np.ndarray, dict]":
+    """``(int64 [len(FEATURES)] weights, metadata)`` of a weights JSON file, strictly checked.
 
-    With no part the agent thinks ``time=1.0`` s per move; with some, only
-    those limits apply. Raises ``ValueError`` naming the allowed options.
+    Unlike ``evaluation.load_weights`` (which lets unnamed features weigh 0)
+    a file named by hand must name every feature: a forgotten one would
+    silently switch a term off. Raises ``ValueError`` saying what is wrong.
+    """
+    path = pathlib.Path(path)
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        raise ValueError(f"weights file {str(path)!r} does not exist") from None
+    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
+        raise ValueError(f"weights file {str(path)!r} cannot be read: {err}") from None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise ValueError(f"weights file {str(path)!r} is not valid JSON: {err}") from None
+    expected = '{"metadata": {...}, "weights": {feature: number, ...}}'
+    if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
+        raise ValueError(f"weights file {str(path)!r} has no \"weights\" object; expected {expected}")
+    metadata = data.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise ValueError(f"weights file {str(path)!r}: \"metadata\" must be an object; expected {expected}")
+    named = data["weights"]
+    unknown = sorted(set(named) - set(FEATURES))
+    missing = [f for f in FEATURES if f not in named]
+    if unknown or missing:
+        problems = ([f"unknown features {unknown}"] if unknown else []) + ([f"missing features {missing}"] if missing else [])
+        raise ValueError(f"weights file {str(path)!r}: {'; '.join(problems)}; the features are {list(FEATURES)}")
+    values = []
+    for f in FEATURES:
+        value = named[f]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            raise ValueError(f"weights file {str(path)!r}: weight of {f!r} must be a finite number, got {value!r}")
+        values.append(int(round(value)))
+    return np.array(values, dtype=np.int64), metadata
+
+
+def from_spec_args(args: "list[str]") -> ClassicalAgent:
+    """The agent of spec ``classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]`` from the parts after
+    ``classical``.
+
+    With no limit the agent thinks ``time=1.0`` s per move; with some, only
+    those limits apply. Raises ``ValueError`` naming the allowed options, or
+    what is wrong with the weights file.
     """
     spec = ":".join(["classical", *args])
-    options: "dict[str, float | int]" = {}
+    options: "dict[str, float | int | str]" = {}
     for item in args:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -120,12 +179,26 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
                              f"{', '.join(_OPTIONS)}; {_USAGE}")
         if key in options:
             raise ValueError(f"agent spec {spec!r}: {key} given twice; {_USAGE}")
-        options[key] = _seconds(value, spec) if key == "time" else _count(value, spec, key)
-    if not options:
+        if key == "eval":
+            if not value.strip():
+                raise ValueError(f"agent spec {spec!r}: eval needs a weights file path; {_USAGE}")
+            options[key] = value.strip()
+        else:
+            options[key] = _seconds(value, spec) if key == "time" else _count(value, spec, key)
+    weights, weights_variant = None, None
+    if "eval" in options:
+        try:
+            weights, metadata = read_weights(str(options["eval"]))
+        except ValueError as err:
+            raise ValueError(f"agent spec {spec!r}: {err}") from None
+        variant = metadata.get("variant")
+        weights_variant = str(variant) if variant in ("I", "II") else None
+    if not set(options) - {"eval"}:
         options["time"] = DEFAULT_TIME
     if options.get("depth", 0) > MAX_DEPTH:
         raise ValueError(f"agent spec {spec!r}: depth must be at most {MAX_DEPTH}; {_USAGE}")
-    return ClassicalAgent(time_per_move=options.get("time"), depth=options.get("depth"), nodes=options.get("nodes"))
+    return ClassicalAgent(time_per_move=options.get("time"), depth=options.get("depth"), nodes=options.get("nodes"),
+                          weights=weights, weights_variant=weights_variant)
 
 
 def _seconds(text: str, spec: str) -> float:
