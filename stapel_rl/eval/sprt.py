@@ -1,9 +1,9 @@
 """Sequential probability ratio test on game pairs: is A at least ``elo1`` stronger than B, or at most ``elo0``?
 
-Uses the generalised SPRT with a normal approximation of the pair scores
-(as chess engine testing does): after each pair, the log-likelihood ratio of
-elo1 against elo0 is compared with Wald's bounds log(beta / (1 - alpha)) and
-log((1 - beta) / alpha).
+Uses the pentanomial generalised SPRT (as fishtest does, see
+``stapel_rl.eval.pentanomial``): after each pair, the log-likelihood ratio of
+elo1 against elo0 of the pair outcomes is compared with Wald's bounds
+log(beta / (1 - alpha)) and log((1 - beta) / alpha).
 """
 
 from __future__ import annotations
@@ -11,11 +11,9 @@ from __future__ import annotations
 import dataclasses
 import math
 
-import numpy as np
+from stapel_rl.eval.pentanomial import Pentanomial, expected_score
 
-
-def expected_score(elo: float) -> float:
-    return 1.0 / (1.0 + 10.0 ** (-elo / 400.0))
+__all__ = ["SPRT", "expected_score"]
 
 
 @dataclasses.dataclass
@@ -39,17 +37,13 @@ class SPRT:
     def add_pair(self, score: float) -> None:
         self.scores.append(float(score))
 
+    def pentanomial(self) -> Pentanomial:
+        """The pairs so far as pentanomial counts."""
+        return Pentanomial.of([2 * x for x in self.scores])
+
     def llr(self) -> float:
-        """Log-likelihood ratio of H1 over H0 (normal approximation of pair scores)."""
-        n = len(self.scores)
-        if n < 2:
-            return 0.0
-        x = np.asarray(self.scores)
-        mean, var = float(x.mean()), float(x.var())
-        if var <= 0:
-            var = 1e-3  # all pairs identical so far: keep the ratio finite
-        s0, s1 = expected_score(self.elo0), expected_score(self.elo1)
-        return n * (s1 - s0) * (2 * mean - s0 - s1) / (2 * var)
+        """Log-likelihood ratio of H1 over H0 (the pentanomial GSPRT)."""
+        return self.pentanomial().llr(self.elo0, self.elo1)
 
     def status(self) -> str:
         """"H1" (A is better by elo1), "H0" (not better than elo0) or "continue"."""
