@@ -3,8 +3,10 @@
 A position is two small arrays, the layout of the numpy engine's ``State``:
 ``h`` (``uint8 [50]``, men per square) and ``c`` (``uint64 [50]``, colour of each
 man top first, bit set = Black), plus the side to move (0 White, 1 Black).
-A 50-square mailbox with neighbour tables beats bitboards here: captures walk
-one stack at a time, and every man of a stack matters, not just who owns it.
+Captures walk that 50-square mailbox one stack at a time (every man of a stack
+matters, not just who owns it); who owns what is also kept as two occupancy
+bitboards in ``stapel_rl.env.geometry``'s layout, so that plain moves, the
+presence of a capture and mobility need a few shifts, not a loop over squares.
 
 A full move is an ``int8`` row ``[n, s0, s1, ..., s(n-1)]``: the number of
 squares the moving stack stands on, then those squares (indices 0..49). Two
@@ -15,9 +17,12 @@ squares is a leap over the square between them.
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from llvmlite import ir
+from numba import njit, types
+from numba.cpython.unsafe.numbers import trailing_zeros
+from numba.extending import intrinsic
 
-from stapel_rl.env.geometry import JUMP, NEIGHBOR, ROW
+from stapel_rl.env.geometry import BIT, JUMP, NEIGHBOR, ROW, SQUARE_MASK, SQUARE_OF_BIT, VALID
 
 #: Longest capture: each leap takes one opponent man and there are at most 20.
 MAX_LEAPS = 20
@@ -45,6 +50,13 @@ def _between() -> "tuple[np.ndarray, np.ndarray]":
 #: OVER[p, q]: the square a leap from p to q passes over, -1 when p->q is no leap.
 #: DIRECTION[p, q]: the direction (0..3) of the step or leap from p to q, -1 if none.
 OVER, DIRECTION = _between()
+#: Bitboard bit of each square, square of each bit (-1 for ghosts), the 50 squares' bits.
+SQUARE_BIT = SQUARE_MASK.astype(np.uint64)
+BIT_SQUARE = SQUARE_OF_BIT.astype(np.int8)
+ALL_SQUARES = np.uint64(VALID)
+#: Each side's scoring row (the opponent's back row: White's is Black's squares 1-5).
+SCORING_ROW = np.array([np.bitwise_or.reduce(SQUARE_BIT[ROW == r]) for r in (0, 9)], dtype=np.uint64)
+assert (np.diff(BIT) > 0).all()  # bit order is square order: bitboard loops keep the mailbox's move order
 #: Forward directions by colour (White moves up: 0, 1; Black down: 2, 3).
 FORWARD = np.array([[0, 1], [2, 3]], dtype=np.int8)
 
@@ -143,17 +155,68 @@ def unmake_move(h: np.ndarray, c: np.ndarray, mv: np.ndarray) -> None:
             unleap(h, c, p, o, q)
 
 
+@intrinsic
+def _ctpop(typingctx, x):
+    # llvm.ctpop becomes one POPCNT where the host has it (numba compiles for the host CPU).
+    if x != types.uint64:
+        return None
+
+    def codegen(context, builder, signature, args):
+        fn = builder.module.declare_intrinsic("llvm.ctpop", [ir.IntType(64)])
+        return builder.call(fn, [args[0]])
+
+    return types.uint64(types.uint64), codegen
+
+
 @njit(cache=True, nogil=True, inline="always")
 def popcount(x: np.uint64) -> int:
-    x = x - ((x >> np.uint64(1)) & np.uint64(0x5555555555555555))
-    x = (x & np.uint64(0x3333333333333333)) + ((x >> np.uint64(2)) & np.uint64(0x3333333333333333))
-    x = (x + (x >> np.uint64(4))) & np.uint64(0x0F0F0F0F0F0F0F0F)
-    return int((x * np.uint64(0x0101010101010101)) >> np.uint64(56))
+    return int(_ctpop(np.uint64(x)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def lowest_square(bb: np.uint64) -> int:
+    """Square index of the lowest set bit of a non-empty bitboard."""
+    return BIT_SQUARE[trailing_zeros(bb)]
+
+
+@njit(cache=True, nogil=True)
+def occupancy(h: np.ndarray, c: np.ndarray) -> "tuple[np.uint64, np.uint64]":
+    """``(White's, Black's)`` bitboards of the stacks each controls."""
+    white = np.uint64(0)
+    black = np.uint64(0)
+    for s in range(50):
+        if h[s] != 0:
+            if c[s] & _ONE:
+                black |= SQUARE_BIT[s]
+            else:
+                white |= SQUARE_BIT[s]
+    return white, black
+
+
+@njit(cache=True, nogil=True, inline="always")
+def plain_sources(own: np.uint64, empty: np.uint64, side: int) -> "tuple[np.uint64, np.uint64]":
+    """Stacks of ``own`` with a vacant forward square, per forward direction (``FORWARD`` order)."""
+    if side == 0:
+        return own & (empty << np.uint64(6)), own & (empty << np.uint64(5))
+    return own & (empty >> np.uint64(5)), own & (empty >> np.uint64(6))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def capture_sources(own: np.uint64, opp: np.uint64, empty: np.uint64) -> np.uint64:
+    """Stacks of ``own`` with a leap: an ``opp`` stack next to them and a vacant square beyond."""
+    up = ((opp << np.uint64(6)) & (empty << np.uint64(12))) | ((opp << np.uint64(5)) & (empty << np.uint64(10)))
+    down = ((opp >> np.uint64(5)) & (empty >> np.uint64(10))) | ((opp >> np.uint64(6)) & (empty >> np.uint64(12)))
+    return own & (up | down)
 
 
 @njit(cache=True, nogil=True)
 def move_code(mv: np.ndarray) -> np.uint32:
-    """A 32-bit identity of a full move (its whole path), for the hash move and killers."""
+    """A 32-bit identity of a full move (its whole path), for the hash move and killers.
+
+    Only moves of one position are ever compared, so a plain move is its two
+    squares (cheap: most moves are plain) and a capture a hash of its path."""
+    if mv[0] == 2 and OVER[mv[1], mv[2]] < 0:
+        return np.uint32(0x80000000) | (np.uint32(mv[1]) << np.uint32(8)) | np.uint32(mv[2])
     x = np.uint64(mv[0])
     for i in range(1, mv[0] + 1):
         x = x * np.uint64(0x100000001B3) ^ np.uint64(mv[i] + 1)

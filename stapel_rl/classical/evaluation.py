@@ -7,6 +7,12 @@ JSON file per variant beside this module (``weights_I.json``,
 ``weights_II.json``), in centi-men (100 = one man controlled), rounded to
 integers when loaded. ``features`` gives the raw vector for fitting.
 
+The search does not call ``features_into``: every feature but mobility and
+blocked is a sum over squares of a term of that square's stack alone, so it
+keeps the weighted sum of those terms (``square_value``) up to date as moves
+are made, and counts the other two from the occupancy bitboards at a leaf
+(``evaluate_incremental``); both give exactly ``evaluate``'s value.
+
 Features
     material        men in the stacks controlled (every man of a stack moves and captures with it)
     stacks          stacks controlled (more pieces to move and to capture with)
@@ -29,13 +35,15 @@ import pathlib
 import numpy as np
 from numba import njit
 
-from stapel_rl.classical.board import FORWARD, NEIGHBOR8, ROW8, popcount
+from stapel_rl.classical.board import ALL_SQUARES, FORWARD, NEIGHBOR8, ROW8, SCORING_ROW, plain_sources, popcount
 
 FEATURES = ("material", "stacks", "captives", "rescue", "mobility", "blocked", "advancement", "back_guard",
             "points", "race", "to_move")
 NUM_FEATURES = len(FEATURES)
 _ONE = np.uint64(1)
 _WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent
+#: ADVANCE[owner, square]: rows a stack of that owner there has come from its own back row.
+ADVANCE = np.stack([9 - ROW8, ROW8]).astype(np.int64)
 
 
 @njit(cache=True, nogil=True)
@@ -94,6 +102,50 @@ def evaluate(h: np.ndarray, c: np.ndarray, side: int, weights: np.ndarray, scrat
     for i in range(NUM_FEATURES):
         total += weights[i] * scratch[i]
     return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def square_value(sq: int, height: int, col: np.uint64, weights: np.ndarray) -> int:
+    """The weighted per-square features of one stack, White's view (0 for a vacant square)."""
+    if height == 0:
+        return 0
+    height = np.int64(height)
+    owner = int(col & _ONE)
+    black_men = popcount(col)
+    own_colour = height - black_men if owner == 0 else black_men
+    advanced = ADVANCE[owner, sq]
+    value = weights[0] * height + weights[1] + weights[2] * (height - own_colour) + weights[6] * advanced
+    if height > 1 and int((col >> _ONE) & _ONE) != owner:
+        value -= weights[3]
+    if advanced == 0:
+        value += weights[7]
+    elif advanced == 9:
+        value += weights[8] * height
+    else:
+        value += weights[9] * advanced * height
+    return value if owner == 0 else -value
+
+
+@njit(cache=True, nogil=True)
+def square_sum(h: np.ndarray, c: np.ndarray, weights: np.ndarray) -> int:
+    """``square_value`` summed over the board (what the search then keeps up to date)."""
+    total = 0
+    for s in range(50):
+        total += square_value(s, h[s], c[s], weights)
+    return total
+
+
+@njit(cache=True, nogil=True, inline="always")
+def evaluate_incremental(side: int, white: np.uint64, black: np.uint64, squares: int, weights: np.ndarray) -> int:
+    """``evaluate`` from the occupancy bitboards and ``square_sum`` of the position."""
+    empty = ALL_SQUARES & ~(white | black)
+    wl, wr = plain_sources(white, empty, 0)
+    bl, br = plain_sources(black, empty, 1)
+    mobility = popcount(wl) + popcount(wr) - popcount(bl) - popcount(br)
+    blocked = (popcount(white & ~SCORING_ROW[0] & ~(wl | wr))
+               - popcount(black & ~SCORING_ROW[1] & ~(bl | br)))
+    value = squares + weights[4] * mobility + weights[5] * blocked
+    return (value if side == 0 else -value) + weights[10]
 
 
 def features(h: np.ndarray, c: np.ndarray, side: int) -> np.ndarray:

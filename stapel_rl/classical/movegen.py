@@ -2,7 +2,8 @@
 
 Captures are found by a depth-first walk per stack that plays each leap on the
 board and takes it back on the way out, so stacks leapt twice, the vacated
-start square and men changing owner all come out of the board itself.
+start square and men changing owner all come out of the board itself. Which
+stacks can leap at all, and the plain moves, come from the occupancy bitboards.
 """
 
 from __future__ import annotations
@@ -11,13 +12,18 @@ import numpy as np
 from numba import njit
 
 from stapel_rl.classical.board import (
+    ALL_SQUARES,
     FORWARD,
     JUMP8,
     MAX_LEAPS,
     MOVE_WIDTH,
     NEIGHBOR8,
+    capture_sources,
     leap,
+    lowest_square,
     make_move,
+    occupancy,
+    plain_sources,
     unleap,
     unmake_move,
 )
@@ -89,33 +95,46 @@ def generate(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt
     ``MAX_MOVES``, of which only the first ``MAX_MOVES`` are stored) and the
     leaps each captures (0 for plain moves).
     """
+    if capturing >= 0:
+        return _captures_from(h, c, side, capturing, last_leapt, moves, 0, 0, stack)
+    white, black = occupancy(h, c)
+    if side == 0:
+        return generate_bb(h, c, side, white, black, moves, stack)
+    return generate_bb(h, c, side, black, white, moves, stack)
+
+
+@njit(cache=True, nogil=True)
+def generate_bb(h: np.ndarray, c: np.ndarray, side: int, own: np.uint64, opp: np.uint64,
+                moves: np.ndarray, stack: np.ndarray) -> "tuple[int, int]":
+    """``generate`` at a turn's start, given the bitboards of the stacks each side controls."""
+    empty = ALL_SQUARES & ~(own | opp)
+    leapers = capture_sources(own, opp, empty)
     n = 0
     best = 0
-    if capturing >= 0:
-        n, best = _captures_from(h, c, side, capturing, last_leapt, moves, n, best, stack)
-        return n, best
-    opp = 1 - side
-    for s in range(50):
-        if h[s] != 0 and int(c[s] & _ONE) == side:
-            # Most stacks have no leap at all: look before setting up the walk.
-            for d in range(4):
-                q = JUMP8[s, d]
-                if q >= 0 and h[q] == 0:
-                    o = NEIGHBOR8[s, d]
-                    if h[o] != 0 and int(c[o] & _ONE) == opp:
-                        n, best = _captures_from(h, c, side, s, -1, moves, n, best, stack)
-                        break
+    while leapers:
+        s = lowest_square(leapers)
+        leapers &= leapers - np.uint64(1)
+        n, best = _captures_from(h, c, side, s, -1, moves, n, best, stack)
     if best > 0:
         return n, best
-    for s in range(50):
-        if h[s] != 0 and int(c[s] & _ONE) == side:
-            for k in range(2):
-                q = NEIGHBOR8[s, FORWARD[side, k]]
-                if q >= 0 and h[q] == 0:
-                    moves[n, 0] = 2
-                    moves[n, 1] = s
-                    moves[n, 2] = q
-                    n += 1
+    left, right = plain_sources(own, empty, side)
+    movers = left | right
+    d0 = FORWARD[side, 0]
+    d1 = FORWARD[side, 1]
+    while movers:
+        s = lowest_square(movers)
+        bit = movers & (~movers + np.uint64(1))
+        movers ^= bit
+        if left & bit:
+            moves[n, 0] = 2
+            moves[n, 1] = s
+            moves[n, 2] = NEIGHBOR8[s, d0]
+            n += 1
+        if right & bit:
+            moves[n, 0] = 2
+            moves[n, 1] = s
+            moves[n, 2] = NEIGHBOR8[s, d1]
+            n += 1
     return n, 0
 
 

@@ -25,9 +25,19 @@ from collections import namedtuple
 import numpy as np
 from numba import njit
 
-from stapel_rl.classical.board import make_move, move_code, points, unmake_move
-from stapel_rl.classical.evaluation import NUM_FEATURES, evaluate
-from stapel_rl.classical.movegen import MAX_MOVES, generate
+from stapel_rl.classical.board import (
+    ALL_SQUARES,
+    capture_sources,
+    make_move,
+    move_code,
+    occupancy,
+    plain_sources,
+    points,
+    unmake_move,
+)
+from stapel_rl.classical.evaluation import NUM_FEATURES, evaluate_incremental, square_sum
+from stapel_rl.classical.incremental import play
+from stapel_rl.classical.movegen import MAX_MOVES, generate, generate_bb
 
 MAX_PLY = 128
 MAX_QPLY = 24
@@ -45,7 +55,7 @@ DEPTH, ALPHA, BETA, BEST, ALPHA0, COUNT, LEAPS, NEXT, MOVE, QPLY, MODE, SIDE, BE
 FRAME_FIELDS = 16
 FULL, NULL_WINDOW, RESEARCH = 0, 1, 2
 
-Tables = namedtuple("Tables", "moves order index codes frames keys tt_key tt_move tt_score tt_depth tt_flag "
+Tables = namedtuple("Tables", "moves order index codes frames keys occ sums tt_key tt_move tt_score tt_depth tt_flag "
                               "killers history stats stop weights fscratch gscratch")
 
 
@@ -59,6 +69,8 @@ def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
         codes=np.zeros((MAX_PLY, MAX_MOVES), np.uint32),
         frames=np.zeros((MAX_PLY, FRAME_FIELDS), np.int64),
         keys=np.zeros(MAX_PLY, np.uint64),
+        occ=np.zeros((MAX_PLY, 2), np.uint64),
+        sums=np.zeros(MAX_PLY, np.int64),
         tt_key=np.zeros(size, np.uint64),
         tt_move=np.zeros(size, np.uint32),
         tt_score=np.zeros(size, np.int32),
@@ -153,14 +165,20 @@ def _enter(h, c, p, t):
     if p > stats[SELDEPTH]:
         stats[SELDEPTH] = p
     side = f[SIDE]
-    n, leaps = generate(h, c, side, -1, -1, t.moves[p], t.gscratch)
-    if n == 0:
-        return _terminal(h, c, side, p, stats[POINTS_DECIDE] != 0), True
+    own = t.occ[p, side]
+    opp = t.occ[p, 1 - side]
+    empty = ALL_SQUARES & ~(own | opp)
+    # Only the bitboards until the node is known to need its move list: most are leaves or TT hits.
+    capture = capture_sources(own, opp, empty) != 0
+    if not capture:
+        left, right = plain_sources(own, empty, side)
+        if (left | right) == 0:
+            return _terminal(h, c, side, p, stats[POINTS_DECIDE] != 0), True
     if stats[ROOT_PLY] + p >= stats[PLY_CAP]:
         return 0, True
     depth = f[DEPTH]
-    if (depth <= 0 and leaps == 0) or p >= MAX_PLY - 2 or f[QPLY] >= MAX_QPLY:
-        return evaluate(h, c, side, t.weights, t.fscratch), True
+    if (depth <= 0 and not capture) or p >= MAX_PLY - 2 or f[QPLY] >= MAX_QPLY:
+        return evaluate_incremental(side, t.occ[p, 0], t.occ[p, 1], t.sums[p], t.weights), True
     if depth <= 0:
         f[QPLY] += 1
         f[DEPTH] = depth = 0
@@ -174,6 +192,7 @@ def _enter(h, c, p, t):
             flag = t.tt_flag[slot]
             if flag == EXACT or (flag == LOWER and s >= f[BETA]) or (flag == UPPER and s <= f[ALPHA]):
                 return s, True
+    n, leaps = generate_bb(h, c, side, own, opp, t.moves[p], t.gscratch)
     n = min(n, MAX_MOVES)
     _order_moves(t, p, n, hash_move, leaps)
     f[COUNT] = n
@@ -192,7 +211,7 @@ def _push(h, c, p, t, mode):
     if mode != RESEARCH:
         k = _pick(t, p, f[NEXT], f[COUNT])
         f[MOVE] = k
-        t.keys[p + 1] = make_move(h, c, t.moves[p, k], t.keys[p])
+        play(h, c, t.moves[p, k], p, t.keys, t.occ, t.sums, t.weights)
     f[MODE] = mode
     g = t.frames[p + 1]
     g[DEPTH] = f[DEPTH] - 1
@@ -231,6 +250,8 @@ def negamax(h, c, side, key, depth, alpha, beta, ply, t):
     f[QPLY] = 0
     f[SIDE] = side
     t.keys[p] = key
+    t.occ[p, 0], t.occ[p, 1] = occupancy(h, c)
+    t.sums[p] = square_sum(h, c, t.weights)
     while True:
         v, resolved = _enter(h, c, p, t)
         if not resolved:
