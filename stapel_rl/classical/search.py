@@ -3,8 +3,10 @@
 Iterative deepening runs in Python (one compiled call per depth, so each
 completed iteration can be reported); everything below the root is compiled.
 
-- Transposition table: preallocated arrays indexed by the low bits of the
-  position key (``board.board_key``: whole stacks hashed, plus the side).
+- Transposition table: one ``uint64 [entries, 2]`` array indexed by the low
+  bits of the position key (``board.board_key``: whole stacks hashed, plus
+  the side); an entry is the key and one word packing move code, score,
+  depth and bound, so a probe costs one cache miss, not one per field.
 - Move ordering: hash move, then killers and the history heuristic for plain
   moves (captures are mandatory, so a list holds only captures or only plain moves).
 - Capture extension: at depth 0 a position whose side to move must capture is
@@ -55,7 +57,7 @@ DEPTH, ALPHA, BETA, BEST, ALPHA0, COUNT, LEAPS, NEXT, MOVE, QPLY, MODE, SIDE, BE
 FRAME_FIELDS = 16
 FULL, NULL_WINDOW, RESEARCH = 0, 1, 2
 
-Tables = namedtuple("Tables", "moves order index codes frames keys occ sums tt_key tt_move tt_score tt_depth tt_flag "
+Tables = namedtuple("Tables", "moves order index codes frames keys occ sums tt "
                               "killers history stats stop weights fscratch gscratch")
 
 
@@ -71,11 +73,7 @@ def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
         keys=np.zeros(MAX_PLY, np.uint64),
         occ=np.zeros((MAX_PLY, 2), np.uint64),
         sums=np.zeros(MAX_PLY, np.int64),
-        tt_key=np.zeros(size, np.uint64),
-        tt_move=np.zeros(size, np.uint32),
-        tt_score=np.zeros(size, np.int32),
-        tt_depth=np.zeros(size, np.int8),
-        tt_flag=np.zeros(size, np.int8),
+        tt=np.zeros((size, 2), np.uint64),
         killers=np.zeros((MAX_PLY, 2), np.uint32),
         history=np.zeros((50, 50), np.int64),
         stats=np.zeros(8, np.int64),
@@ -102,6 +100,35 @@ def _from_tt(score, ply):
     if score < -MATE_BOUND:
         return score + ply
     return score
+
+
+# The data word: move code (bits 0-31), score + SCORE_BIAS (32-53), depth (54-60), bound (61-62).
+# Stored scores are within +-WIN (mate scores are made ply-independent first), so 22 bits hold them.
+SCORE_BIAS = 1 << 21
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _pack(code, score, depth, flag):
+    return (np.uint64(code) | (np.uint64(score + SCORE_BIAS) << np.uint64(32))
+            | (np.uint64(depth) << np.uint64(54)) | (np.uint64(flag) << np.uint64(61)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _unpack(data):
+    """``(move code, score, depth, bound)`` of a data word."""
+    return (np.uint32(data & np.uint64(0xFFFFFFFF)),
+            np.int64((data >> np.uint64(32)) & np.uint64(0x3FFFFF)) - SCORE_BIAS,
+            np.int64((data >> np.uint64(54)) & np.uint64(0x7F)),
+            np.int64(data >> np.uint64(61)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def tt_move(t, key):
+    """The hash move code stored for ``key``, 0 if none."""
+    slot = key & np.uint64(t.tt.shape[0] - 1)
+    if t.tt[slot, 0] != key:
+        return np.uint32(0)
+    return np.uint32(t.tt[slot, 1] & np.uint64(0xFFFFFFFF))
 
 
 @njit(cache=True, nogil=True)
@@ -183,13 +210,12 @@ def _enter(h, c, p, t):
         f[QPLY] += 1
         f[DEPTH] = depth = 0
     key = t.keys[p]
-    slot = key & np.uint64(t.tt_key.size - 1)
+    slot = key & np.uint64(t.tt.shape[0] - 1)
     hash_move = np.uint32(0)
-    if t.tt_key[slot] == key:
-        hash_move = t.tt_move[slot]
-        if t.tt_depth[slot] >= depth:
-            s = _from_tt(np.int64(t.tt_score[slot]), p)
-            flag = t.tt_flag[slot]
+    if t.tt[slot, 0] == key:
+        hash_move, s, stored_depth, flag = _unpack(t.tt[slot, 1])
+        if stored_depth >= depth:
+            s = _from_tt(s, p)
             if flag == EXACT or (flag == LOWER and s >= f[BETA]) or (flag == UPPER and s <= f[ALPHA]):
                 return s, True
     n, leaps = generate_bb(h, c, side, own, opp, t.moves[p], t.gscratch)
@@ -226,12 +252,9 @@ def _finish(p, t):
     f = t.frames[p]
     best = f[BEST]
     flag = UPPER if best <= f[ALPHA0] else (LOWER if best >= f[BETA] else EXACT)
-    slot = t.keys[p] & np.uint64(t.tt_key.size - 1)
-    t.tt_key[slot] = t.keys[p]
-    t.tt_move[slot] = np.uint32(f[BEST_CODE])
-    t.tt_score[slot] = _to_tt(best, p)
-    t.tt_depth[slot] = f[DEPTH]
-    t.tt_flag[slot] = flag
+    slot = t.keys[p] & np.uint64(t.tt.shape[0] - 1)
+    t.tt[slot, 0] = t.keys[p]
+    t.tt[slot, 1] = _pack(f[BEST_CODE], _to_tt(best, p), f[DEPTH], flag)
     return best
 
 
@@ -339,13 +362,13 @@ def principal_variation(h, c, side, key, first, out, t):
     side = 1 - side
     length = 1
     while length < out.shape[0]:
-        slot = key & np.uint64(t.tt_key.size - 1)
-        if t.tt_key[slot] != key or t.tt_move[slot] == 0:
+        code = tt_move(t, key)
+        if code == 0:
             break
         n, _ = generate(h, c, side, -1, -1, moves, t.gscratch)
         found = -1
         for i in range(min(n, MAX_MOVES)):
-            if move_code(moves[i]) == t.tt_move[slot]:
+            if move_code(moves[i]) == code:
                 found = i
                 break
         if found < 0:

@@ -71,7 +71,7 @@ class Searcher:
 
     def clear(self) -> None:
         """Forget the transposition table, killers and history (a new game)."""
-        for name in ("tt_key", "tt_move", "killers", "history"):
+        for name in ("tt", "killers", "history"):
             getattr(self.tables, name).fill(0)
 
     def iterate(self, pos: Position, time_limit: "float | None" = None, depth: "int | None" = None,
