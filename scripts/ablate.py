@@ -59,7 +59,7 @@ ROWS = {
     "sims32_bf16_train": ("32 simulations (the workers' idle time) and bf16 training",
                           ["mcts.num_simulations=32", "train.train_precision=bf16"]),
 }
-_SCORE = re.compile(r"(\d+)-(\d+)-(\d+) \(W-D-L\) of (\d+), score ([\d.]+)%, 95% CI \[([\d.]+)%, ([\d.]+)%\]")
+_SCORE = re.compile(r"(\d+)-(\d+)-(\d+) \(W-D-L\) of (\d+), score ([\d.]+)% \[([\d.]+)%, ([\d.]+)%\]")
 
 
 def train(row: str, out: pathlib.Path, variant: str, minutes: float, extra: "list[str]") -> pathlib.Path:

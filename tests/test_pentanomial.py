@@ -29,8 +29,8 @@ def test_score_and_interval_from_the_pair_spread():
 
 def test_summary_line():
     line = Pentanomial(np.array([0, 0, 10, 0, 0])).summary()
-    assert line == ("pairs 0/0.5/1/1.5/2: 0 0 10 0 0; score 50.0% [50.0%, 50.0%], Elo +0 [+0, +0] "
-                    "(95% CI, pentanomial)")
+    assert line == ("score 50.0% [50.0%, 50.0%], Elo +0 [+0, +0] (95% CI, pentanomial); "
+                    "pairs 0/0.5/1/1.5/2: 0 0 10 0 0")
     assert "Elo +inf [+inf, +inf]" in Pentanomial(np.array([0, 0, 0, 0, 3])).summary()
 
 

@@ -1,56 +1,113 @@
-"""stapel-match: one agent against one or more opponents, in colour-swapped pairs from random openings.
+"""stapel-match: one agent against one or more opponents, in colour-swapped pairs from the opening suite.
 
-    stapel-match mcts:checkpoints/variant_I.pt:sims=32 random greedy --games 200 --variant I
+    stapel-match mcts:variant_I classical greedy --games 200 --variant I
+    stapel-match mcts:variant_I classical --time 0.5 --jobs 2          # equal time: 0.5 s a move each side
+    stapel-match mcts:variant_I:time=0.5 classical:time=0.05 --time 0.5  # time odds: a spec's own time= wins
 
-Each pair of games starts from one opening (``--opening-plies`` random
-actions from the start position) and gives each side both colours, so
-deterministic agents do not replay one game over and over and the luck of an
-opening cancels. Prints wins/draws/losses and the score with a 95% Wilson
-interval per opponent.
+Each pair of games starts from one opening and gives each side both colours,
+so deterministic agents do not replay one game over and over and the luck of
+an opening cancels. Openings come from the variant's shipped suite
+(``--openings suite``, the default: every match of a variant starts from the
+same positions) or are made by ``--opening-plies`` random actions
+(``--openings random``).
+
+``--time SECONDS`` gives both sides that budget per move: agents that search
+by time (``mcts``, ``classical``) get ``:time=SECONDS`` unless their spec sets
+its own, and every agent is called with one game at a time, so the budget is
+each game's own. ``--jobs N`` plays the pairs in N processes (one core each
+for a fair clock).
+
+Per opponent it prints wins/draws/losses, the score and the Elo difference
+with pentanomial 95% intervals (from the spread of the pair scores), the
+pentanomial counts (pairs scoring 0, 0.5, 1, 1.5, 2) and the average time
+each side used per move.
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import multiprocessing
 import sys
 import time
 
 import numpy as np
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.eval.agents import make_agent
 from stapel_rl.env import get_variant
-from stapel_rl.eval.arena import paired_openings, play_match
-from stapel_rl.eval.ratings import wilson
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_spec
+from stapel_rl.eval.openings import SOURCES, opening_fens
+
+
+def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool
+               ) -> MatchResult:
+    """Agent specs ``a`` against ``b``, each of ``fens`` played twice with colours swapped (game k and k + n pair)."""
+    start, colour = paired_start(get_variant(variant), fens)
+    return play_match(make_agent(a), make_agent(b), variant, start.batch_size, np.random.default_rng(seed),
+                      start=start, agent_colour=colour, one_at_a_time=one_at_a_time)
+
+
+def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool,
+                     jobs: int) -> "tuple[MatchResult, np.ndarray]":
+    """``play_pairs`` split over ``jobs`` processes; returns the merged result and each game's pair index."""
+    chunks = [c for c in np.array_split(np.arange(len(fens)), max(1, min(jobs, len(fens)))) if c.size]
+    if len(chunks) == 1:
+        results = [play_pairs(a, b, variant, fens, seed, one_at_a_time)]
+    else:
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
+        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=context) as pool:
+            futures = [pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
+                       for j, c in enumerate(chunks)]
+            results = [f.result() for f in futures]
+    merged = MatchResult(
+        scores=np.concatenate([r.scores for r in results]),
+        agent_colour=np.concatenate([r.agent_colour for r in results]),
+        plies=np.concatenate([r.plies for r in results]),
+        seconds=np.sum([r.seconds for r in results], axis=0), moves=np.sum([r.moves for r in results], axis=0))
+    pair = np.concatenate([np.tile(c, 2) for c in chunks])
+    return merged, pair
 
 
 def main(argv: "list[str] | None" = None) -> int:
     tune_malloc()
     parser = argparse.ArgumentParser(prog="stapel-match", description=__doc__.split("\n")[0])
-    parser.add_argument("agent", help="agent spec, e.g. mcts:PATH:sims=32, policy:PATH, greedy")
+    parser.add_argument("agent", help="agent spec, e.g. mcts:PATH:sims=32, classical:time=0.1, greedy")
     parser.add_argument("opponents", nargs="+", help="opponent specs")
     parser.add_argument("--variant", default="I")
     parser.add_argument("--games", type=int, default=200, help="games per opponent (rounded up to whole pairs)")
+    parser.add_argument("--time", type=float, default=None, metavar="SECONDS",
+                        help="equal time: each side's budget per move (agents that search by time)")
+    parser.add_argument("--openings", default="suite", choices=SOURCES,
+                        help="the variant's opening suite (default) or random openings")
     parser.add_argument("--opening-plies", type=int, default=4,
-                        help="random actions that make each opening (0: every pair from the start position)")
+                        help="with --openings random: random actions that make each opening")
+    parser.add_argument("--jobs", type=int, default=1, help="processes that play the pairs (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
     try:
+        if args.time is not None and not args.time > 0:
+            raise ValueError(f"--time must be a positive number of seconds, got {args.time:g}")
+        if args.jobs < 1:
+            raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
         variant = get_variant(args.variant)
-        agent = make_agent(args.agent)
-        opponents = [make_agent(spec) for spec in args.opponents]
+        specs = [timed_spec(s, args.time) for s in (args.agent, *args.opponents)]
+        for spec in specs:
+            make_agent(spec)  # a bad spec fails here, before any game
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    rng = np.random.default_rng(args.seed)
     pairs = max(1, (args.games + 1) // 2)
-    for opponent in opponents:
+    clock = f", {args.time:g} s a move" if args.time is not None else ""
+    for index, opponent in enumerate(specs[1:]):
         start = time.perf_counter()
-        openings, colour = paired_openings(variant, pairs, args.opening_plies, rng)
-        result = play_match(agent, opponent, variant, 2 * pairs, rng, start=openings, agent_colour=colour)
-        low, high = wilson(result.score, 2 * pairs)
-        print(f"{agent.name} vs {opponent.name} (Variant {args.variant}): {result.summary()}, "
-              f"95% CI [{100 * low:.1f}%, {100 * high:.1f}%], {time.perf_counter() - start:.0f} s", flush=True)
+        fens = opening_fens(variant, pairs, args.openings, args.opening_plies, seed=args.seed * 7919 + index)
+        result, pair = play_in_parallel(specs[0], opponent, variant.name, fens, args.seed, args.time is not None,
+                                        args.jobs)
+        mine, theirs = result.time_per_move()
+        print(f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.record()}, "
+              f"{result.pentanomial(pair).summary()}; time per move {mine:.3f} s / {theirs:.3f} s; "
+              f"{args.openings} openings{clock}; {time.perf_counter() - start:.0f} s", flush=True)
     return 0
 
 

@@ -22,6 +22,8 @@ from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
+from stapel_rl.eval.arena import timed_spec
+from stapel_rl.eval.openings import SOURCES
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.ratings import rate
 from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
@@ -61,7 +63,11 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("players", nargs="+", help="agent specs; checkpoint globs allowed")
     parser.add_argument("--variant", default="I")
     parser.add_argument("--pairs", type=int, default=10, help="openings per pairing, each played with both colours")
-    parser.add_argument("--opening-plies", type=int, default=4, help="random actions that make each opening")
+    parser.add_argument("--openings", default="suite", choices=SOURCES,
+                        help="the variant's opening suite (default; every pairing plays its first --pairs) or random")
+    parser.add_argument("--opening-plies", type=int, default=4, help="with --openings random: random actions")
+    parser.add_argument("--time", type=float, default=None, metavar="SECONDS",
+                        help="equal time: each side's budget per move (agents that search by time)")
     parser.add_argument("--gauntlet", action="store_true", help="the first player meets each other; no round robin")
     parser.add_argument("--anchor", default="random", help="the player rated 0 (default random; added if absent)")
     parser.add_argument("--seed", type=int, default=0)
@@ -71,13 +77,16 @@ def main(argv: "list[str] | None" = None) -> int:
                         help="with --ray: join this cluster ('auto', host:port, ray://host:port); default: a local Ray")
     args = parser.parse_args(argv)
     try:
-        players = expand_specs(args.players)
+        if args.time is not None and not args.time > 0:
+            raise ValueError(f"--time must be a positive number of seconds, got {args.time:g}")
+        players = [timed_spec(p, args.time) for p in expand_specs(args.players)]
         if args.anchor not in players:
             players.append(args.anchor)
         if len(set(players)) != len(players):
             raise ValueError("a player is named twice")
         config = TournamentConfig(players, get_variant(args.variant), args.pairs, args.opening_plies,
-                                  args.gauntlet, args.seed)
+                                  args.gauntlet, args.seed, openings=args.openings,
+                                  one_at_a_time=args.time is not None)
         out = pathlib.Path(args.out)
         _check_resume(out, config)
         total = 2 * config.pairs * len(config.pairings())
@@ -126,7 +135,8 @@ def main(argv: "list[str] | None" = None) -> int:
 
 def _config_dict(config: TournamentConfig) -> dict:
     return {"players": config.players, "variant": config.variant.name, "pairs": config.pairs,
-            "opening_plies": config.opening_plies, "gauntlet": config.gauntlet, "seed": config.seed}
+            "opening_plies": config.opening_plies, "gauntlet": config.gauntlet, "seed": config.seed,
+            "openings": config.openings}
 
 
 def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
@@ -135,8 +145,8 @@ def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
     mine = _config_dict(config)
     if saved.is_file():
         theirs = json.loads(saved.read_text())
-        if {k: theirs.get(k) for k in ("variant", "opening_plies", "seed")} != {
-                k: mine[k] for k in ("variant", "opening_plies", "seed")}:
+        keys = ("variant", "openings", "opening_plies", "seed")
+        if {k: theirs.get(k, "random" if k == "openings" else None) for k in keys} != {k: mine[k] for k in keys}:
             raise ValueError(f"{out} holds a tournament with another variant, openings or seed: use another --out")
     out.mkdir(parents=True, exist_ok=True)
     saved.write_text(json.dumps(mine, indent=2))

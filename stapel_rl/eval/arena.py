@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import time
 from typing import Callable
 
 import numpy as np
@@ -12,6 +13,19 @@ from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import State, concatenate, take
 from stapel_rl.env.variants import Variant, get_variant
 from stapel_rl.eval.agents import Agent
+from stapel_rl.eval.pentanomial import Pentanomial
+
+
+#: Agent kinds that search by time, and so take a match's time per move.
+TIMED_KINDS = ("mcts", "classical")
+
+
+def timed_spec(spec: str, seconds: "float | None") -> str:
+    """``spec`` with ``:time=SECONDS`` added where the agent searches by time and sets no time of its own."""
+    kind, *options = spec.split(":")
+    if seconds is None or kind not in TIMED_KINDS or any(o.startswith("time=") for o in options):
+        return spec
+    return f"{spec}:time={seconds:g}"
 
 
 @dataclasses.dataclass
@@ -22,21 +36,37 @@ class MatchResult:
         scores: ``float [G]`` per game: 1 win, 0.5 draw or truncation, 0 loss.
         agent_colour: ``int [G]`` colour ``agent`` played (0 White, 1 Black).
         plies: ``int [G]`` game lengths in full moves.
+        seconds: ``float [2]`` time spent in calls of ``agent`` and of ``opponent``.
+        moves: ``int [2]`` full moves each of them chose (the later leaps of a capture are part of one).
     """
 
     scores: np.ndarray
     agent_colour: np.ndarray
     plies: np.ndarray
+    seconds: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2))
+    moves: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(2, np.int64))
 
     @property
     def score(self) -> float:
         """Mean score in [0, 1] (draws count half)."""
         return float(self.scores.mean())
 
-    def summary(self) -> str:
+    def time_per_move(self) -> np.ndarray:
+        """``float [2]`` mean seconds per full move of ``agent`` and of ``opponent``."""
+        return self.seconds / np.maximum(self.moves, 1)
+
+    def pentanomial(self, pair: np.ndarray) -> Pentanomial:
+        """The outcomes of the pairs ``pair`` ``int [G]`` groups the games into (two games each)."""
+        pair = np.asarray(pair)
+        return Pentanomial.of(np.bincount(pair, weights=self.scores, minlength=int(pair.max(initial=-1)) + 1))
+
+    def record(self) -> str:
+        """``wins-draws-losses (W-D-L) of games``."""
         wins, draws = int((self.scores == 1).sum()), int((self.scores == 0.5).sum())
-        losses = self.scores.size - wins - draws
-        return f"{wins}-{draws}-{losses} (W-D-L) of {self.scores.size}, score {100 * self.score:.1f}%"
+        return f"{wins}-{draws}-{self.scores.size - wins - draws} (W-D-L) of {self.scores.size}"
+
+    def summary(self) -> str:
+        return f"{self.record()}, score {100 * self.score:.1f}%"
 
 
 def opening_positions(variant: Variant, num_games: int, random_plies: int, rng: np.random.Generator) -> State:
@@ -60,6 +90,16 @@ def paired_openings(variant: Variant, pairs: int, random_plies: int, rng: np.ran
     return concatenate([openings, openings]), np.repeat([0, 1], pairs)
 
 
+def paired_start(variant: Variant, fens: "list[str]") -> "tuple[State, np.ndarray]":
+    """Each position of ``fens`` twice, the agent White in the first ``len(fens)`` games, Black in the rest.
+
+    Returns ``play_match``'s ``start`` and ``agent_colour``; game ``k`` and game
+    ``k + len(fens)`` are a pair (``np.arange(2 * len(fens)) % len(fens)``).
+    """
+    openings = engine.from_fens(list(fens), variant)
+    return concatenate([openings, openings]), np.repeat([0, 1], len(fens))
+
+
 def play_match(
     agent: Agent,
     opponent: Agent,
@@ -69,6 +109,7 @@ def play_match(
     start: "State | None" = None,
     on_game_end: "Callable[[int, float, int, list[int]], None] | None" = None,
     agent_colour: "np.ndarray | None" = None,
+    one_at_a_time: bool = False,
 ) -> MatchResult:
     """Play ``num_games`` games at once; ``agent`` is White in even games, Black in odd ones.
 
@@ -76,18 +117,25 @@ def play_match(
     start) and ``agent_colour`` ``[G]`` (0 White, 1 Black) overrides the
     alternation. ``on_game_end(game, agent_score, plies, actions)`` is called
     as each game ends, with the board actions played from its start.
+    ``one_at_a_time`` calls the agents with one game at a time, so that a
+    time budget per move is each game's own (matches at equal time).
     """
     variant = get_variant(variant)
     state = start if start is not None else engine.init(variant, num_games)
     colour = np.arange(state.batch_size) % 2 if agent_colour is None else np.asarray(agent_colour)
     white_result = np.zeros(state.batch_size)  # +1 White won, -1 Black won, 0 draw / truncated
     played: "list[list[int]]" = [[] for _ in range(state.batch_size)]
+    seconds, moves = np.zeros(2), np.zeros(2, np.int64)
     while not state.done.all():
         actions = np.zeros(state.batch_size, np.int64)
-        for player, who in ((agent, colour), (opponent, 1 - colour)):
+        for side, (player, who) in enumerate(((agent, colour), (opponent, 1 - colour))):
             turn = np.flatnonzero(~state.done & (state.current_player == who))
-            if turn.size:
-                actions[turn] = player(take(state, turn), rng)
+            moves[side] += int((state.capturing[turn] < 0).sum())
+            for games in np.split(turn, np.arange(1, turn.size)) if one_at_a_time else [turn]:
+                if games.size:
+                    called = time.perf_counter()
+                    actions[games] = player(take(state, games), rng)
+                    seconds[side] += time.perf_counter() - called
         was_done = state.done
         for g in np.flatnonzero(~was_done):
             played[g].append(int(actions[g]))
@@ -98,4 +146,5 @@ def play_match(
             score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
             on_game_end(int(g), float(score), int(state.ply[g]), played[g])
     agent_result = np.where(colour == 0, white_result, -white_result)
-    return MatchResult(scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy())
+    return MatchResult(scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy(), seconds=seconds,
+                       moves=moves)

@@ -107,13 +107,12 @@ class Pentanomial:
         return float(self.pairs * frequencies @ (np.log(p1) - np.log(p0)))
 
     def summary(self, level: float = 0.95) -> str:
-        """One line: the counts, the score and the Elo difference with their intervals."""
+        """One line: the score and the Elo difference with their intervals, then the counts."""
         low, high = self.interval(level)
         elo_low, elo_high = self.elo_interval(level)
-        pct = round(100 * level)
-        return (f"pairs 0/0.5/1/1.5/2: {' '.join(str(int(c)) for c in self.counts)}; score {100 * self.score:.1f}% "
-                f"[{100 * low:.1f}%, {100 * high:.1f}%], Elo {_signed(self.elo())} "
-                f"[{_signed(elo_low)}, {_signed(elo_high)}] ({pct}% CI, pentanomial)")
+        return (f"score {100 * self.score:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%], Elo {_signed(self.elo())} "
+                f"[{_signed(elo_low)}, {_signed(elo_high)}] ({round(100 * level)}% CI, pentanomial); "
+                f"pairs 0/0.5/1/1.5/2: {' '.join(str(int(c)) for c in self.counts)}")
 
 
 def _signed(elo: float) -> str:

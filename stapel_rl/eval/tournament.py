@@ -1,7 +1,9 @@
-"""Tournaments: round robin or gauntlet, colour-swapped pairs from random openings, resumable.
+"""Tournaments: round robin or gauntlet, colour-swapped pairs from the opening suite, resumable.
 
 Every pairing plays ``pairs`` openings, each opening twice with colours
-swapped; an opening is the start position after ``opening_plies`` random
+swapped; the openings are the first ``pairs`` of the variant's suite
+(``stapel_rl.eval.openings``), the same for every pairing, or with
+``openings="random"`` the start position after ``opening_plies`` random
 actions drawn from a seed derived from the tournament seed, the pairing and
 the pair, so a rerun (or a resumed run) plays the same openings. Games of a
 pairing are played at once, so networks see batches. Each finished game is
@@ -19,11 +21,11 @@ import re
 
 import numpy as np
 
-from stapel_rl.env import engine, to_fens
-from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env import engine
 from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
+from stapel_rl.eval.openings import opening_fens
 
 _CHECKPOINT_STEP = re.compile(r"ckpt_(\d+)\.pt$")
 
@@ -55,11 +57,13 @@ class TournamentConfig:
     players: agent specs (globs expanded).
     variant: the rules.
     pairs: openings per pairing (each played with both colours).
-    opening_plies: random actions before the agents take over.
+    opening_plies: with ``openings="random"``, random actions before the agents take over.
     gauntlet: if True, the first player meets every other one; else round robin.
     seed: seeds the openings and the agents' randomness.
     schedule: explicit pairings (player index pairs) instead of either; each
         pairing's openings come from its position in this list.
+    openings: "suite" (the variant's opening suite) or "random".
+    one_at_a_time: call the agents with one game at a time (time budgets per move are each game's own).
     """
 
     players: "list[str]"
@@ -69,6 +73,8 @@ class TournamentConfig:
     gauntlet: bool = False
     seed: int = 0
     schedule: "list[tuple[int, int]] | None" = None
+    openings: str = "suite"
+    one_at_a_time: bool = False
 
     def pairings(self) -> "list[tuple[int, int]]":
         if self.schedule is not None:
@@ -77,19 +83,6 @@ class TournamentConfig:
         if self.gauntlet:
             return [(0, j) for j in range(1, n)]
         return [(i, j) for i in range(n) for j in range(i + 1, n)]
-
-
-def openings(variant: Variant, count: int, plies: int, seed: int) -> "list[str]":
-    """``count`` opening positions (position text) after ``plies`` random actions, none finished."""
-    rng = np.random.default_rng(seed)
-    state = engine.init(variant, count)
-    for _ in range(plies):
-        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-        state = engine.reset_games(state, state.done)
-    # Finish any capture under way so that every opening is a position text.
-    while (state.capturing >= 0).any():
-        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-    return to_fens(state)
 
 
 def load_results(path: pathlib.Path) -> "list[dict]":
@@ -122,7 +115,8 @@ def jobs(config: TournamentConfig, games: "list[dict]") -> "list[Job]":
     out = []
     for p_index, (i, j) in enumerate(config.pairings()):
         a, b = config.players[i], config.players[j]
-        fens = openings(config.variant, config.pairs, config.opening_plies, config.seed * 100003 + p_index)
+        fens = opening_fens(config.variant, config.pairs, config.openings, config.opening_plies,
+                            seed=config.seed * 100003 + p_index)
         todo = [k for k in range(2 * config.pairs)
                 if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
         if todo:
@@ -150,7 +144,7 @@ def play_job(config: TournamentConfig, job: Job, agents: "dict | None" = None, o
             on_entry(entry)
 
     play_match(agents[job.a], agents[job.b], config.variant, len(job.todo), rng, start=start, on_game_end=record,
-               agent_colour=np.array(job.todo) % 2)
+               agent_colour=np.array(job.todo) % 2, one_at_a_time=config.one_at_a_time)
     return entries
 
 

@@ -84,7 +84,7 @@ def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, 
     test = SPRT(0.0, t.gate_elo1)
     candidate_evaluator = NetworkEvaluator(candidate, device=best.device, precision=best.precision)
     status = run_sprt(MCTSAgent(candidate_evaluator, config), MCTSAgent(best, config),
-                      variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4,
+                      variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4, openings="random",
                       seed=int(rng.integers(1 << 30)), verbose=False)
     if status == "H1":
         best.net.load_state_dict(net.state_dict())

@@ -1,0 +1,77 @@
+"""The opening suites and the equal-time match harness."""
+
+import contextlib
+
+import numpy as np
+import pytest
+
+from stapel_rl.env import from_fens, legal_moves
+from stapel_rl.eval.arena import paired_start, play_match, timed_spec
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.openings import opening_fens, suite
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_each_suite_holds_distinct_playable_positions_of_its_variant(variant):
+    fens = suite(variant)
+    assert len(fens) == 300 and len(set(fens)) == 300
+    state = from_fens(list(fens), variant)  # every line parses
+    assert not state.done.any() and (state.capturing < 0).all()
+    men = state.height.astype(int).sum(axis=1)
+    assert (men == 40).all()  # men are never removed, only stacked
+    stacked_start = variant == "II"
+    # A few plies from the start: Variant II's stacks of two are still there, Variant I's men mostly single.
+    assert ((state.height >= 2).sum(axis=1) >= 5).all() == stacked_start
+    assert all(legal_moves(fen, variant) for fen in fens[:20])
+
+
+def test_opening_fens_wrap_round_the_suite_and_make_random_ones():
+    fens = suite("I")
+    assert opening_fens("I", 3, offset=299) == [fens[299], fens[0], fens[1]]
+    random = opening_fens("I", 4, "random", plies=6, seed=1)
+    assert random == opening_fens("I", 4, "random", plies=6, seed=1) and len(set(random)) == 4
+    with pytest.raises(ValueError, match="unknown opening source 'book': expected one of suite, random"):
+        opening_fens("I", 2, "book")
+
+
+def test_timed_spec_gives_time_only_to_searchers_without_their_own():
+    assert timed_spec("classical", 0.5) == "classical:time=0.5"
+    assert timed_spec("mcts:variant_I:sims=800", 0.25) == "mcts:variant_I:sims=800:time=0.25"
+    assert timed_spec("classical:time=0.05", 0.5) == "classical:time=0.05"  # time odds stay
+    assert timed_spec("greedy", 0.5) == "greedy" and timed_spec("classical", None) == "classical"
+
+
+def test_one_game_at_a_time_counts_moves_and_time_per_side():
+    start, colour = paired_start("I", opening_fens("I", 2))
+    calls = []
+
+    def counting(state, rng):
+        calls.append(state.batch_size)
+        return greedy(state, rng)
+
+    greedy = make_agent("greedy")
+    counting.name = "counting"
+    result = play_match(counting, make_agent("random"), "I", 4, np.random.default_rng(0), start=start,
+                        agent_colour=colour, one_at_a_time=True)
+    assert set(calls) == {1}
+    assert result.moves[0] <= len(calls) and result.moves.sum() == result.plies.sum()
+    assert (result.seconds > 0).all() and (result.time_per_move() > 0).all()
+    p = result.pentanomial(np.arange(4) % 2)
+    assert p.pairs == 2 and p.score == pytest.approx(result.score)
+
+
+def test_stapel_match_at_equal_time_reports_pentanomial_counts_and_time_per_move(capsys):
+    from stapel_rl.cli.match import main
+
+    assert main(["classical:nodes=300", "greedy", "--games", "4", "--variant", "II", "--time", "0.05"]) == 0
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("classical:nodes=300:time=0.05 vs greedy (Variant II): ")
+    assert " of 4, score " in line and "(95% CI, pentanomial); pairs 0/0.5/1/1.5/2: " in line
+    assert "time per move " in line and "suite openings, 0.05 s a move" in line
+    for bad, message in ((["--time", "-1"], "--time must be a positive"), (["--jobs", "0"], "--jobs must be"),
+                         (["--openings", "book"], None)):
+        with pytest.raises(SystemExit) if message is None else contextlib.nullcontext():
+            assert main(["greedy", "random", *bad]) == 2
+        if message:
+            assert message in capsys.readouterr().err
+
