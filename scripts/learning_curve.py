@@ -4,9 +4,10 @@
 
 Every run's ``snapshots/`` (``train.keep_every_minutes``) and its final
 checkpoint are played, with ``--sims`` simulations and no noise, against each
-member of a fixed ladder of classical players (default ``greedy``,
-``alphabeta:2``, ``alphabeta:4``), and the ladder members against each
-other, in colour-swapped pairs from random openings (the tournament machinery: ``games.jsonl`` in ``--out``, so a killed
+member of a fixed ladder of anchors that spans the range from random play to
+the classical engine at one second a move (``DEFAULT_LADDER``), and the ladder
+members against each other, in colour-swapped pairs from the variant's opening
+suite (the tournament machinery: ``games.jsonl`` in ``--out``, so a killed
 rating resumes and a rerun with more snapshots plays only the new games).
 One Bradley-Terry fit over all games puts every snapshot on one scale with
 ``alphabeta:2`` at 0, with 95% bootstrap intervals over game pairs; the plot
@@ -28,7 +29,9 @@ from stapel_rl.eval.ratings import rate
 from stapel_rl.eval.tournament import TournamentConfig, load_results, run
 from stapel_rl.train.checkpoint import code_version, list_checkpoints, load
 
-DEFAULT_LADDER = ["greedy", "alphabeta:2", "alphabeta:4"]
+#: Anchors from random play to the classical engine at 1 s a move, so that the scale does not saturate.
+DEFAULT_LADDER = ["random", "greedy", "alphabeta:2", "alphabeta:4", "classical:time=0.05", "classical:time=0.25",
+                  "classical:time=1"]
 
 
 def hours(path: pathlib.Path) -> float:
