@@ -1,11 +1,18 @@
 """Speed of the compiled classical searcher against the Python ``alphabeta`` searcher.
 
 Both search the same middlegame positions (seeded random games, 10-20 plies in,
-both variants). Prints the classical searcher's nodes/s, the positions/s of
-``alphabeta`` (every position it expands or evaluates), their ratio, the depth
+both variants), one after the other on one core (numba's code is serial, the
+numpy searcher runs in this thread too). Prints the classical searcher's
+nodes/s in 1 s searches, the positions/s of ``alphabeta`` (every position it
+expands or evaluates, counted as the classical nodes are), their ratio, the
+time each takes to finish the same depths on the same positions, the depth
 the classical searcher completes at 0.1 s and 1 s per move, and the CPU.
 
-    python scripts/bench_classical.py [--positions 6] [--alphabeta-depth 3]
+Rates and times are CPU seconds of the searching thread (``time.thread_time``): the
+machine may be shared, and wall time would charge other jobs to the search.
+Each searcher is built before its clock starts (a fresh table per search).
+
+    python scripts/bench_classical.py [--positions 6] [--depths 2,3,4]
 """
 
 from __future__ import annotations
@@ -23,7 +30,9 @@ from stapel_rl.eval.alphabeta import AlphaBetaAgent
 
 
 class CountingAlphaBeta(AlphaBetaAgent):
-    """``alphabeta`` counting every position it evaluates (its ``nodes`` counts only expansions)."""
+    """``alphabeta`` counting positions as the classical searcher does: every position whose moves
+    are generated or that is evaluated. Each child is evaluated (those searched deeper too), so that
+    is the evaluated positions plus the roots (its own ``nodes`` counts only the expanded ones)."""
 
     evaluated: int = 0
 
@@ -64,52 +73,80 @@ def middlegames(variant: str, count: int, seed: int) -> "list":
     return states
 
 
+REPEATS = 3  # the same-depth timings keep the fastest of this many runs, both searchers alike
+
+
+def _classical(variant: str, states: list, depth: int) -> "tuple[int, float]":
+    """Nodes and CPU seconds of fixed-depth searches of ``states`` (fastest of ``REPEATS`` runs)."""
+    runs = [_classical_once(variant, states, depth) for _ in range(REPEATS)]
+    return min(runs, key=lambda r: r[1])
+
+
+def _classical_once(variant: str, states: list, depth: int) -> "tuple[int, float]":
+    nodes, seconds = 0, 0.0
+    for state in states:
+        searcher = Searcher(variant)
+        start = time.thread_time()
+        nodes += searcher.search(Position.from_state(state, 0), depth=depth).nodes
+        seconds += time.thread_time() - start
+    return nodes, seconds
+
+
+def _alphabeta(states: list, depth: int) -> "tuple[int, float]":
+    """Positions and CPU seconds of ``alphabeta:depth`` on ``states`` (fastest of ``REPEATS`` runs)."""
+    runs = [_alphabeta_once(states, depth) for _ in range(REPEATS)]
+    return min(runs, key=lambda r: r[1])
+
+
+def _alphabeta_once(states: list, depth: int) -> "tuple[int, float]":
+    ab = CountingAlphaBeta(depth=depth)
+    rng = np.random.default_rng(0)
+    start = time.thread_time()
+    for state in states:
+        ab(state, rng)
+    return ab.evaluated + len(states), time.thread_time() - start
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, default=6, help="positions per variant")
-    parser.add_argument("--alphabeta-depth", type=int, default=3)
+    parser.add_argument("--depths", default="2,3,4", help="depths both searchers finish, timed both ways")
     args = parser.parse_args()
-    print(f"CPU: {cpu_description()}")
+    depths = [int(d) for d in args.depths.split(",")]
+    print(f"CPU: {cpu_description()}; one core, one thread searching")
     Searcher("I").search(Position.from_state(engine.init("I", 1), 0), depth=3)  # load/compile the JIT code
-    totals = {"nodes": 0, "seconds": 0.0, "ab_positions": 0, "ab_seconds": 0.0}
+    _alphabeta([engine.init("I", 1)], 1)
+    totals = np.zeros(4)  # classical nodes, seconds; alphabeta positions, seconds (deepest depth)
     for variant in ("I", "II"):
         states = middlegames(variant, args.positions, seed=2024 if variant == "I" else 2025)
-        depths = {0.1: [], 1.0: []}
+        reached = {0.1: [], 1.0: []}
         nodes = seconds = 0.0
         for state in states:
             for budget in (0.1, 1.0):
                 searcher = Searcher(variant)  # a fresh table: no help from the previous search
+                start = time.thread_time()
                 result = searcher.search(Position.from_state(state, 0), time_limit=budget)
-                depths[budget].append(result.depth)
+                reached[budget].append(result.depth)
                 if budget == 1.0:
                     nodes += result.nodes
-                    seconds += result.seconds
-        ab = CountingAlphaBeta(depth=args.alphabeta_depth)
-        rng = np.random.default_rng(0)
-        start = time.perf_counter()
-        for state in states:
-            ab(state, rng)
-        ab_seconds = time.perf_counter() - start
-        ab_positions = ab.evaluated
-        # The same depth both ways: alphabeta searches full width (batched numpy), classical prunes.
-        start = time.perf_counter()
-        for state in states:
-            Searcher(variant).search(Position.from_state(state, 0), depth=args.alphabeta_depth)
-        same_depth = time.perf_counter() - start
-        print(f"Variant {variant}: classical {nodes / seconds:,.0f} nodes/s ({int(nodes):,} nodes in {seconds:.2f} s); "
-              f"alphabeta:{args.alphabeta_depth} {ab_positions / ab_seconds:,.0f} positions/s "
-              f"({ab_positions:,} in {ab_seconds:.2f} s); ratio {nodes / seconds / (ab_positions / ab_seconds):.0f}x")
-        print(f"  depth {args.alphabeta_depth} on {len(states)} positions: alphabeta {ab_seconds * 1000:.1f} ms, "
-              f"classical {same_depth * 1000:.1f} ms ({ab_seconds / same_depth:.0f}x faster)")
-        for budget, ds in depths.items():
+                    seconds += time.thread_time() - start
+        print(f"Variant {variant}: classical {nodes / seconds:,.0f} nodes/s in 1 s searches "
+              f"({int(nodes):,} nodes, {seconds:.2f} CPU s)")
+        for budget, ds in reached.items():
             print(f"  depth completed at {budget:g} s/move: mean {np.mean(ds):.1f}, min {min(ds)}, max {max(ds)}")
-        totals["nodes"] += nodes
-        totals["seconds"] += seconds
-        totals["ab_positions"] += ab_positions
-        totals["ab_seconds"] += ab_seconds
-    nps = totals["nodes"] / totals["seconds"]
-    ab_rate = totals["ab_positions"] / totals["ab_seconds"]
-    print(f"Overall: classical {nps:,.0f} nodes/s, alphabeta {ab_rate:,.0f} positions/s, ratio {nps / ab_rate:.0f}x")
+        for depth in depths:
+            c_nodes, c_seconds = _classical(variant, states, depth)
+            ab_positions, ab_seconds = _alphabeta(states, depth)
+            print(f"  depth {depth} on {len(states)} positions: alphabeta {ab_seconds * 1000:.1f} ms "
+                  f"({ab_positions:,} positions, {ab_positions / ab_seconds:,.0f}/s), classical "
+                  f"{c_seconds * 1000:.1f} ms ({c_nodes:,} nodes, {c_nodes / c_seconds:,.0f}/s): "
+                  f"{ab_seconds / c_seconds:.0f}x less time")
+        print(f"  nodes/s ratio (classical 1 s searches / alphabeta:{depths[-1]}): "
+              f"{nodes / seconds / (ab_positions / ab_seconds):.0f}x")
+        totals += (nodes, seconds, ab_positions, ab_seconds)
+    nps, ab_rate = totals[0] / totals[1], totals[2] / totals[3]
+    print(f"Overall: classical {nps:,.0f} nodes/s, alphabeta:{depths[-1]} {ab_rate:,.0f} positions/s, "
+          f"ratio {nps / ab_rate:.0f}x")
 
 
 if __name__ == "__main__":
