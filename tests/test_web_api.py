@@ -16,7 +16,7 @@ httpx = pytest.importorskip("httpx")
 from fastapi.testclient import TestClient  # noqa: E402
 
 from stapel_rl.cli import serve  # noqa: E402
-from stapel_rl.env import apply_move, initial_fen  # noqa: E402
+from stapel_rl.env import apply_move, initial_fen, legal_moves  # noqa: E402
 from stapel_rl.eval.pdn import read_games  # noqa: E402
 from stapel_rl.web import create_app  # noqa: E402
 from stapel_rl.web.agents import COMMITTED_DIR  # noqa: E402
@@ -48,7 +48,7 @@ def error_of(response: httpx.Response, status: int) -> str:
 def test_agents_lists_baselines_and_committed_checkpoints(client):
     data = client.get("/api/agents").json()
     assert data["agents"] == ["random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4",
-                              "mcts:variant_I", "policy:variant_I", "mcts:variant_II", "policy:variant_II"]
+                              "classical:time=0.1", "classical:time=0.5", "classical:time=1", "mcts:variant_I", "policy:variant_I", "mcts:variant_II", "policy:variant_II"]
     assert data["checkpoints"] == [{"name": "variant_I", "variant": "I"}, {"name": "variant_II", "variant": "II"}]
     assert data["analysis"] == {"I": "mcts:variant_I", "II": "mcts:variant_II"}
 
@@ -67,6 +67,11 @@ def test_agent_moves_first_when_it_starts(client):
     assert len(game["moves"]) == 1 and game["agent_move"] == game["moves"][0]
     assert game["fen"] == apply_move(initial_fen("II"), game["moves"][0], "II")
     assert game["to_move"] == "white" and game["points"] == {"white": 0, "black": 0}
+
+
+def test_the_classical_engine_replies_with_a_legal_move(client):
+    game = new_game(client, variant="II", human="white", agent="classical:time=0.1")
+    assert len(game["moves"]) == 1 and game["moves"][0] in legal_moves(initial_fen("II"), "II")
 
 
 def test_move_then_agent_reply(client):
@@ -113,6 +118,7 @@ def test_bad_moves_are_refused_and_change_nothing(client, move, message):
     ({"agent": "mcts:/etc/passwd"}, 400, "unknown agent 'mcts:/etc/passwd'"),
     ({"agent": "policy:../checkpoints/variant_I"}, 400, "unknown agent 'policy:../checkpoints/variant_I'"),
     ({"agent": "alphabeta:9"}, 400, "unknown agent 'alphabeta:9'"),
+    ({"agent": "classical:eval=/etc/passwd"}, 400, "unknown agent 'classical:eval=/etc/passwd'"),
     ({"agent": "mcts:variant_I:sims=0"}, 400, "simulations must be between 1 and 1024, got 0"),
     ({"agent": "mcts:variant_I:temp=1"}, 400, "agent 'mcts:variant_I:temp=1': unexpected option 'temp=1'"),
     ({"variant": "III"}, 400, "unknown variant 'III': expected one of ['I', 'II']"),

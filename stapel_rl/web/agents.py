@@ -4,6 +4,7 @@ A client names an agent by a spec, as on the command line, but the server
 accepts only what it offers:
 
     random, greedy, alphabeta:1 .. alphabeta:4      the baselines
+    classical:time=0.1, 0.5 or 1                    the compiled alpha-beta engine, seconds a move
     mcts:NAME[:sims=N][:algorithm=puct|gumbel]      a checkpoint with its search
     policy:NAME                                     a checkpoint's raw policy
 
@@ -23,7 +24,8 @@ import threading
 from stapel_rl import bundled
 from stapel_rl.eval.agents import Agent, make_agent
 
-BASELINES = ("random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4")
+BASELINES = ("random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4", "classical:time=0.1",
+             "classical:time=0.5", "classical:time=1")
 NETWORK_KINDS = ("mcts", "policy")
 DEFAULT_SIMULATIONS = 64
 #: Bounds a client may ask for: a search of more simulations would hold a worker thread for minutes.
