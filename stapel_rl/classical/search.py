@@ -3,10 +3,14 @@
 Iterative deepening runs in Python (one compiled call per depth, so each
 completed iteration can be reported); everything below the root is compiled.
 
-- Transposition table: one ``uint64 [entries, 2]`` array indexed by the low
-  bits of the position key (``board.board_key``: whole stacks hashed, plus
-  the side); an entry is the key and one word packing move code, score,
-  depth and bound, so a probe costs one cache miss, not one per field.
+- Transposition table: ``uint64 [buckets, 4]`` indexed by the low bits of
+  the position key (``board.board_key``: whole stacks hashed, plus the
+  side); a bucket (32 bytes, one cache line) holds two entries, each the key
+  and one word packing move code, score, depth, bound and search age. The
+  first entry keeps the deeper result (the costlier one to redo) unless it
+  is from an earlier search; whatever it refuses goes to the second, which
+  is always overwritten. Mate scores are stored as distance from the node,
+  not from the root, so they stay right when the node is met at another ply.
 - Move ordering: hash move, then killers and the history heuristic for plain
   moves (captures are mandatory, so a list holds only captures or only plain moves).
 - Capture extension: at depth 0 a position whose side to move must capture is
@@ -48,7 +52,7 @@ MATE_BOUND = WIN - 1000
 INF = 10 * WIN
 EXACT, LOWER, UPPER = 1, 2, 3
 #: Indices into the ``stats`` array shared with Python.
-NODES, MAX_NODES, ABORT, ROOT_PLY, PLY_CAP, POINTS_DECIDE, SELDEPTH = range(7)
+NODES, MAX_NODES, ABORT, ROOT_PLY, PLY_CAP, POINTS_DECIDE, SELDEPTH, AGE = range(8)
 
 # Fields of a frame of the explicit search stack (one row per ply). The search is a loop over
 # that stack rather than a recursive function: numba cannot load recursive functions from its
@@ -63,7 +67,7 @@ Tables = namedtuple("Tables", "moves order index codes frames keys occ sums tt "
 
 def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
     """All the search's working memory, allocated once per searcher."""
-    size = 1 << tt_bits
+    size = 1 << max(tt_bits, 2)
     return Tables(
         moves=np.zeros((MAX_PLY, MAX_MOVES, 22), np.int8),
         order=np.zeros((MAX_PLY, MAX_MOVES), np.int64),
@@ -73,7 +77,7 @@ def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
         keys=np.zeros(MAX_PLY, np.uint64),
         occ=np.zeros((MAX_PLY, 2), np.uint64),
         sums=np.zeros(MAX_PLY, np.int64),
-        tt=np.zeros((size, 2), np.uint64),
+        tt=np.zeros((size // 2, 4), np.uint64),
         killers=np.zeros((MAX_PLY, 2), np.uint32),
         history=np.zeros((50, 50), np.int64),
         stats=np.zeros(8, np.int64),
@@ -102,33 +106,60 @@ def _from_tt(score, ply):
     return score
 
 
-# The data word: move code (bits 0-31), score + SCORE_BIAS (32-53), depth (54-60), bound (61-62).
-# Stored scores are within +-WIN (mate scores are made ply-independent first), so 22 bits hold them.
-SCORE_BIAS = 1 << 21
+# The data word: move code (bits 0-31), score + SCORE_BIAS (32-52), depth (53-59), bound (60-61),
+# age (62-63). Stored scores are within +-WIN (mate scores are made ply-independent first).
+SCORE_BIAS = 1 << 20
+assert WIN < SCORE_BIAS and MAX_PLY <= 128
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _pack(code, score, depth, flag):
+def _pack(code, score, depth, flag, age):
     return (np.uint64(code) | (np.uint64(score + SCORE_BIAS) << np.uint64(32))
-            | (np.uint64(depth) << np.uint64(54)) | (np.uint64(flag) << np.uint64(61)))
+            | (np.uint64(depth) << np.uint64(53)) | (np.uint64(flag) << np.uint64(60))
+            | (np.uint64(age & 3) << np.uint64(62)))
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _unpack(data):
     """``(move code, score, depth, bound)`` of a data word."""
     return (np.uint32(data & np.uint64(0xFFFFFFFF)),
-            np.int64((data >> np.uint64(32)) & np.uint64(0x3FFFFF)) - SCORE_BIAS,
-            np.int64((data >> np.uint64(54)) & np.uint64(0x7F)),
-            np.int64(data >> np.uint64(61)))
+            np.int64((data >> np.uint64(32)) & np.uint64(0x1FFFFF)) - SCORE_BIAS,
+            np.int64((data >> np.uint64(53)) & np.uint64(0x7F)),
+            np.int64((data >> np.uint64(60)) & np.uint64(3)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _find(t, key):
+    """``(bucket, column of the entry's key)`` for ``key``; column -1 if it is not stored."""
+    b = key & np.uint64(t.tt.shape[0] - 1)
+    if t.tt[b, 0] == key:
+        return b, 0
+    if t.tt[b, 2] == key:
+        return b, 2
+    return b, -1
 
 
 @njit(cache=True, nogil=True, inline="always")
 def tt_move(t, key):
     """The hash move code stored for ``key``, 0 if none."""
-    slot = key & np.uint64(t.tt.shape[0] - 1)
-    if t.tt[slot, 0] != key:
+    b, col = _find(t, key)
+    if col < 0:
         return np.uint32(0)
-    return np.uint32(t.tt[slot, 1] & np.uint64(0xFFFFFFFF))
+    return np.uint32(t.tt[b, col + 1] & np.uint64(0xFFFFFFFF))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _store(t, key, data, depth, age):
+    b = key & np.uint64(t.tt.shape[0] - 1)
+    kept = t.tt[b, 1]
+    kept_depth = np.int64((kept >> np.uint64(53)) & np.uint64(0x7F))
+    kept_age = np.int64(kept >> np.uint64(62))
+    if t.tt[b, 0] == key or depth >= kept_depth or kept_age != (age & 3):
+        t.tt[b, 0] = key
+        t.tt[b, 1] = data
+    else:
+        t.tt[b, 2] = key
+        t.tt[b, 3] = data
 
 
 @njit(cache=True, nogil=True)
@@ -210,10 +241,10 @@ def _enter(h, c, p, t):
         f[QPLY] += 1
         f[DEPTH] = depth = 0
     key = t.keys[p]
-    slot = key & np.uint64(t.tt.shape[0] - 1)
+    b, col = _find(t, key)
     hash_move = np.uint32(0)
-    if t.tt[slot, 0] == key:
-        hash_move, s, stored_depth, flag = _unpack(t.tt[slot, 1])
+    if col >= 0:
+        hash_move, s, stored_depth, flag = _unpack(t.tt[b, col + 1])
         if stored_depth >= depth:
             s = _from_tt(s, p)
             if flag == EXACT or (flag == LOWER and s >= f[BETA]) or (flag == UPPER and s <= f[ALPHA]):
@@ -252,9 +283,8 @@ def _finish(p, t):
     f = t.frames[p]
     best = f[BEST]
     flag = UPPER if best <= f[ALPHA0] else (LOWER if best >= f[BETA] else EXACT)
-    slot = t.keys[p] & np.uint64(t.tt.shape[0] - 1)
-    t.tt[slot, 0] = t.keys[p]
-    t.tt[slot, 1] = _pack(f[BEST_CODE], _to_tt(best, p), f[DEPTH], flag)
+    age = t.stats[AGE]
+    _store(t, t.keys[p], _pack(f[BEST_CODE], _to_tt(best, p), f[DEPTH], flag, age), f[DEPTH], age)
     return best
 
 

@@ -65,6 +65,7 @@ class Searcher:
         self.weights = load_weights(self.variant.name) if weights is None else np.asarray(weights, np.int64)
         self.tables = core.new_tables(self.weights, tt_bits)
         self._root_best = 0
+        self._searches = 0  # the table's age: entries of earlier searches give way first
 
     def stop(self) -> None:
         self.tables.stop[0] = 1
@@ -99,6 +100,8 @@ class Searcher:
         t.killers.fill(0)
         stats = t.stats
         stats[:] = 0
+        self._searches += 1
+        stats[core.AGE] = self._searches
         stats[core.MAX_NODES] = nodes if nodes is not None else np.iinfo(np.int64).max
         stats[core.ROOT_PLY] = pos.ply
         stats[core.PLY_CAP] = self.variant.ply_cap
