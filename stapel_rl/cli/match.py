@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import multiprocessing
+import os
 import sys
 import time
 
@@ -48,6 +49,12 @@ def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_a
                       start=start, agent_colour=colour, one_at_a_time=one_at_a_time)
 
 
+def _one_thread() -> None:
+    """A job's process computes on one core: the jobs share the machine (before torch is imported)."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[name] = "1"
+
+
 def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool,
                      jobs: int) -> "tuple[MatchResult, np.ndarray]":
     """``play_pairs`` split over ``jobs`` processes; returns the merged result and each game's pair index."""
@@ -56,7 +63,7 @@ def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int,
         results = [play_pairs(a, b, variant, fens, seed, one_at_a_time)]
     else:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
-        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=context) as pool:
+        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=context, initializer=_one_thread) as pool:
             futures = [pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
                        for j, c in enumerate(chunks)]
             results = [f.result() for f in futures]
