@@ -18,6 +18,7 @@ import random
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
@@ -391,3 +392,92 @@ def test_capture_paths_in_and_out():
             session.handle("go")
             answer = out.getvalue().splitlines()[-1].split()
             assert answer[0] == "bestmove" and answer[1] in case["moves"], (case["fen"], answer)
+
+
+# ---------------------------------------------------------------- the classical agent
+
+MIDDLEGAME_MOVES = "32-28 19-23 28x19 14x23 37-32 17-22"
+
+
+def _info_fields(line: str) -> "tuple[dict[str, int], list[str]]":
+    """The numeric fields of an ``info depth ...`` line and its pv."""
+    head, _, pv = line.partition(" pv ")
+    tokens = head.split()[1:]
+    return {key: int(value) for key, value in zip(tokens[::2], tokens[1::2])}, pv.split()
+
+
+def _assert_legal_line(fen: str, moves: "list[str]", variant: str = "I") -> None:
+    for move in moves:
+        assert move in legal_moves(fen, variant), (move, fen)
+        fen = apply_move(fen, move, variant)
+
+
+@pytest.fixture
+def classical_engine():
+    process = EngineProcess("--agent", "classical:time=0.5")
+    yield process
+    try:
+        process.close()
+    finally:
+        process.proc.stdout.close()
+        process.proc.stderr.close()
+
+
+def test_classical_go_prints_an_info_line_per_iteration_ending_in_bestmove(classical_engine):
+    fen = initial_fen("I")
+    for move in MIDDLEGAME_MOVES.split():
+        fen = apply_move(fen, move, "I")
+    for go in ("go movetime 300", "go depth 5", "go nodes 3000", "go"):
+        classical_engine.send(f"position startpos moves {MIDDLEGAME_MOVES}")
+        classical_engine.send(go)
+        lines = classical_engine.read_until("bestmove ")
+        infos = [_info_fields(line) for line in lines if line.startswith("info depth ")]
+        assert infos, (go, lines)
+        depths = [fields["depth"] for fields, _ in infos]
+        assert depths == sorted(depths) and depths[0] == 1, (go, depths)
+        for fields, pv in infos:
+            assert {"depth", "nodes", "nps", "score"} <= set(fields) and pv, (go, fields)
+            _assert_legal_line(fen, pv)
+        best = lines[-1].split()[1]
+        assert infos[-1][1][0] == best and best in legal_moves(fen, "I"), (go, lines[-3:])
+        assert lines[-2].startswith("info time ") and " nodes " in lines[-2]
+        if go == "go depth 5":
+            assert depths[-1] == 5
+        if go == "go nodes 3000":
+            assert int(lines[-2].split()[-1]) <= 3000
+
+
+def test_classical_stop_answers_a_running_search_at_once(classical_engine):
+    classical_engine.send(f"position startpos moves {MIDDLEGAME_MOVES}")
+    fen = initial_fen("I")
+    for move in MIDDLEGAME_MOVES.split():
+        fen = apply_move(fen, move, "I")
+    for go in ("go infinite", "go movetime 60000"):
+        classical_engine.send(go)
+        assert classical_engine.read().startswith("info depth 1 ")  # the search is under way
+        time.sleep(0.3)
+        classical_engine.send("isready")  # answered during the search, which goes on
+        assert classical_engine.read_until("readyok")[-1] == "readyok"
+        classical_engine.send("stop")
+        sent = time.perf_counter()
+        lines = classical_engine.read_until("bestmove ")
+        assert time.perf_counter() - sent < 0.2, lines[-3:]
+        assert lines[-1].split()[1] in legal_moves(fen, "I")
+    classical_engine.send("stop")  # no search: nothing to stop, no answer
+    classical_engine.send("isready")
+    assert classical_engine.read() == "readyok"
+
+
+def test_classical_in_process_wait_and_quit_during_a_search():
+    from stapel_rl.classical.agent import ClassicalAgent
+
+    session, out = _session(agent=ClassicalAgent(time_per_move=None, depth=4))
+    session.handle("variant II")
+    session.handle("go")
+    session.wait()
+    lines = out.getvalue().splitlines()
+    assert [_info_fields(line)[0]["depth"] for line in lines if line.startswith("info depth")] == [1, 2, 3, 4]
+    assert lines[-1].split()[1] in legal_moves(initial_fen("II"), "II")
+    session.handle("go infinite")
+    assert session.handle("quit") is False  # quit stops the search first, which still answers
+    assert not session.searching() and out.getvalue().splitlines()[-1].startswith("bestmove ")

@@ -15,6 +15,9 @@ docs/engine_protocol.md. In short:
     position startpos [moves M1 M2 ...]
     position fen FEN [moves M1 M2 ...]
     go [nodes N] [movetime MS]   -> bestmove MOVE | bestmove none (search agents: N simulations, MS ms)
+    go [depth D] [infinite]      classical agent: info depth ... pv ... per iteration, searched in a thread
+    stop                         a running classical search answers at once with its best move so far
+    (docs/engine_protocol.md: "go with the classical agent")
     d                            position, board and legal moves as info strings
     quit                         exit 0 (so does end of input)
 
@@ -30,6 +33,7 @@ import copy
 import dataclasses
 import os
 import sys
+import threading
 import time
 from typing import Callable, TextIO
 
@@ -48,6 +52,8 @@ from stapel_rl.eval.network_agents import UNLIMITED
 
 #: More actions than any full move can take (a capture takes at most 20 men).
 MAX_ACTIONS_PER_MOVE = 64
+#: Seconds of a classical ``go movetime`` kept back for the work around the search (as the agent does).
+CLASSICAL_MARGIN = 0.003
 
 
 class CommandError(Exception):
@@ -92,6 +98,12 @@ def _with_limits(agent: Agent, nodes: "int | None", seconds: "float | None") -> 
     return clone
 
 
+def _is_classical(agent: Agent) -> bool:
+    """Whether ``agent`` is a ``ClassicalAgent`` (without importing numba for the other agents)."""
+    module = sys.modules.get("stapel_rl.classical.agent")
+    return module is not None and isinstance(agent, module.ClassicalAgent)
+
+
 class EngineSession:
     """The protocol state: variant, agent, position; one ``handle`` call per input line.
 
@@ -117,6 +129,11 @@ class EngineSession:
         self.agent = agent if agent is not None else self._build_agent(agent_spec)
         self.variant = get_variant(variant)
         self._set_start()
+        self._lock = threading.Lock()  # a search thread writes too
+        self._search: "threading.Thread | None" = None
+        self._searcher = None  # the Searcher of the running search, to stop it
+        self._infinite = False
+        self._warm: "set[Variant]" = set()  # variants the classical agent has searched once
         self.commands: "dict[str, Callable[[list[str], str], bool]]" = {
             "stapel": self._stapel,
             "isready": self._isready,
@@ -125,14 +142,16 @@ class EngineSession:
             "position": self._position,
             "go": self._go,
             "d": self._display,
+            "stop": self._stop,
             "quit": self._quit,
         }
 
     # ------------------------------------------------------------ output
 
     def send(self, line: str) -> None:
-        self.out.write(line + "\n")
-        self.out.flush()
+        with self._lock:
+            self.out.write(line + "\n")
+            self.out.flush()
 
     def info(self, text: str) -> None:
         self.send(f"info string {text}")
@@ -153,6 +172,12 @@ class EngineSession:
             self.error(f"unknown command {tokens[0]!r}; commands: {', '.join(self.commands)}")
             return True
         rest = line.strip()[len(tokens[0]):].strip()
+        if self.searching():
+            if tokens[0] == "isready":  # answered at once, the search goes on (as in UCI)
+                self.send("readyok")
+                return True
+            # Anything else waits for the search's bestmove; one without limits is stopped first.
+            self.wait(stop=tokens[0] in ("stop", "quit") or self._infinite)
         try:
             return command(tokens[1:], rest)
         except CommandError as problem:
@@ -236,6 +261,23 @@ class EngineSession:
     def _quit(self, args: "list[str]", rest: str) -> bool:
         return False
 
+    def _stop(self, args: "list[str]", rest: str) -> bool:
+        return True  # a running search was stopped before this; without one there is nothing to do
+
+    def searching(self) -> bool:
+        return self._search is not None and self._search.is_alive()
+
+    def wait(self, stop: bool = False) -> None:
+        """Wait for a running search to answer its ``bestmove`` (``stop``: make it answer now)."""
+        if self._search is None:
+            return
+        while stop and self._search.is_alive():
+            # Again and again: a search that has not started yet clears the flag when it starts.
+            self._searcher.stop()
+            self._search.join(0.005)
+        self._search.join()
+        self._search = None
+
     def _variant(self, args: "list[str]", rest: str) -> bool:
         if len(args) != 1:
             raise CommandError("variant needs one argument: I or II")
@@ -264,15 +306,25 @@ class EngineSession:
                 f"cannot build agent {rest!r}: {type(problem).__name__}: {problem}; keeping {self.agent_spec!r}"
             ) from None
         self.agent, self.agent_spec = agent, rest
+        self._warm = set()
         self.info(f"agent {rest}")
         return True
 
     def _go(self, args: "list[str]", rest: str) -> bool:
-        nodes = movetime = None
+        nodes = movetime = depth = None
+        infinite = False
         i = 0
         while i < len(args):
             key = args[i]
-            if key in ("nodes", "movetime"):
+            if key == "infinite" and _is_classical(self.agent):
+                infinite = True
+                i += 1
+            elif key == "depth" and _is_classical(self.agent):
+                if i + 1 >= len(args):
+                    raise CommandError("go depth needs a number")
+                depth = _positive_int("go depth", args[i + 1])
+                i += 2
+            elif key in ("nodes", "movetime"):
                 if i + 1 >= len(args):
                     raise CommandError(f"go {key} needs a number")
                 value = _positive_int(f"go {key}", args[i + 1])
@@ -295,6 +347,9 @@ class EngineSession:
             return True
 
         agent = self.agent
+        if _is_classical(agent):
+            self._go_classical(state, nodes, movetime, depth, infinite)
+            return True
         searches = _searches(agent)
         timed = movetime is not None and searches and hasattr(agent, "seconds")
         if nodes is not None and not searches:
@@ -315,6 +370,52 @@ class EngineSession:
         self.send(f"info time {elapsed_ms}" + (f" nodes {simulations}" if simulations is not None else ""))
         self.send(f"bestmove {move}")
         return True
+
+    def _go_classical(self, state: State, nodes: "int | None", movetime: "int | None", depth: "int | None",
+                      infinite: bool) -> None:
+        """Search with the classical agent's searcher in a thread: one ``info depth`` line per
+        iteration, then ``bestmove``; ``stop`` ends it early. The ``go`` limits replace the
+        agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
+        from stapel_rl.classical.position import Position
+        from stapel_rl.classical.searcher import MAX_DEPTH
+
+        if self.variant not in self._warm:
+            # The first search loads the compiled code (most of a second): not on this move's clock.
+            self.agent.searcher(self.variant).search(Position.from_state(rules.init(self.variant), 0), depth=1)
+            self._warm.add(self.variant)
+        start = time.perf_counter()
+        moves = expand_full_moves(state)
+        if moves.parent.size == 1:  # the only move: nothing to think about
+            self.send("info time 0")
+            self.send(f"bestmove {moves.texts()[0]}")
+            return
+        agent = self.agent
+        if infinite:
+            limits = {"depth": MAX_DEPTH}
+        elif nodes is None and movetime is None and depth is None:
+            limits = {"depth": agent.depth, "nodes": agent.nodes,
+                      "time_limit": None if agent.time_per_move is None else agent.time_per_move - CLASSICAL_MARGIN}
+        else:
+            limits = {"depth": depth, "nodes": nodes,
+                      "time_limit": None if movetime is None else movetime / 1000 - CLASSICAL_MARGIN}
+        if limits.get("time_limit") is not None:
+            limits["deadline"] = start + max(limits.pop("time_limit"), 0.0)
+        searcher = agent.searcher(self.variant)
+        pos = Position.from_state(state, 0)
+
+        def run() -> None:
+            try:
+                result = searcher.search(pos, on_info=lambda info: self.send(_info_line(info)), **limits)
+                elapsed_ms = int(round(1000 * (time.perf_counter() - start)))
+                self.send(f"info time {elapsed_ms} nodes {result.nodes}")
+                self.send(f"bestmove {result.move}")
+            except Exception as problem:  # noqa: BLE001 - answer the go anyway
+                self.error(f"agent {self.agent_spec!r} failed: {type(problem).__name__}: {problem}")
+                self.send("bestmove none")
+
+        self._searcher, self._infinite = searcher, infinite
+        self._search = threading.Thread(target=run, name="stapel-search", daemon=True)
+        self._search.start()
 
     def _choose(self, agent: Agent, start: State, deadline: "float | None" = None) -> "tuple[str, int | None]":
         """The agent's full move from ``start`` as text, asking it at every decision point with a
@@ -373,12 +474,18 @@ class EngineSession:
 
     def run(self, lines: TextIO) -> int:
         """Read commands until ``quit`` or end of input; the exit status."""
-        while True:
-            line = lines.readline()
-            if not line:
-                return 0
-            if not self.handle(line):
-                return 0
+        try:
+            while True:
+                line = lines.readline()
+                if not line or not self.handle(line):
+                    return 0
+        finally:
+            self.wait(stop=self._infinite)  # a timed search still answers; an endless one is stopped
+
+
+def _info_line(info) -> str:
+    """``info depth D seldepth S nodes N nps X time MS score CENTI-MEN pv M1 M2 ...`` of one iteration."""
+    return info.line()
 
 
 def main(argv: "list[str] | None" = None) -> int:
