@@ -138,24 +138,6 @@ def generate_bb(h: np.ndarray, c: np.ndarray, side: int, own: np.uint64, opp: np
     return n, 0
 
 
-@njit(cache=True, nogil=True)
-def plain_moves(h: np.ndarray, c: np.ndarray, side: int) -> "tuple[int, int]":
-    """``(plain moves, stacks without one)`` of ``side``, captures ignored (mobility)."""
-    count = 0
-    blocked = 0
-    for s in range(50):
-        if h[s] != 0 and int(c[s] & _ONE) == side:
-            here = 0
-            for k in range(2):
-                q = NEIGHBOR8[s, FORWARD[side, k]]
-                if q >= 0 and h[q] == 0:
-                    here += 1
-            count += here
-            if here == 0:
-                blocked += 1
-    return count, blocked
-
-
 def new_move_buffer(plies: int) -> np.ndarray:
     """``int8 [plies, MAX_MOVES, MOVE_WIDTH]`` move lists, one per ply of a search."""
     return np.zeros((plies, MAX_MOVES, MOVE_WIDTH), dtype=np.int8)

@@ -41,7 +41,7 @@ from stapel_rl.classical.board import (
     points,
     unmake_move,
 )
-from stapel_rl.classical.evaluation import NUM_FEATURES, evaluate_incremental, square_sum
+from stapel_rl.classical.evaluation import evaluate_incremental, square_sum
 from stapel_rl.classical.incremental import play
 from stapel_rl.classical.movegen import MAX_MOVES, generate, generate_bb
 
@@ -62,7 +62,7 @@ FRAME_FIELDS = 16
 FULL, NULL_WINDOW, RESEARCH = 0, 1, 2
 
 Tables = namedtuple("Tables", "moves order index codes frames keys occ sums tt "
-                              "killers history stats stop weights fscratch gscratch")
+                              "killers history stats stop weights gscratch")
 
 
 def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
@@ -83,7 +83,6 @@ def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
         stats=np.zeros(8, np.int64),
         stop=np.zeros(1, np.int8),
         weights=np.ascontiguousarray(weights, dtype=np.int64),
-        fscratch=np.zeros(NUM_FEATURES, np.int64),
         gscratch=np.zeros((3, 22), np.int8),
     )
 
