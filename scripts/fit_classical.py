@@ -39,16 +39,21 @@ This script makes such a file from engine games, in rounds:
    (``<out stem>.round<k>.json``), the starting weights as
    ``<out stem>.initial.json``, and ``--out`` is the last round's.
 
-Then check the weights play better, e.g. (colour-swapped pairs from random
-openings, the same node budget for both)::
+Then check the weights play better (colour-swapped pairs from the opening
+suite, the same node budget for both, then the same time with ``--time``)::
 
-    stapel-match classical:nodes=3000:eval=runs/fit_I/weights_I.json \\
-        classical:nodes=3000:eval=runs/fit_I/weights_I.initial.json --variant I --games 200
+    stapel-match classical:nodes=2000:eval=runs/fit3_I/weights_I.json \\
+        classical:nodes=2000:eval=runs/fit3_I/weights_I.initial.json --variant I --games 300
 
-Usage (one process; see docs/classical.md for the runs behind the packaged weights)::
+Usage (one process, about 9 minutes a variant; the runs behind the packaged
+weights, whose figures and match results are in docs/classical.md)::
 
-    python scripts/fit_classical.py --variant I --games 300 --rounds 3 --nodes 3000 --seed 1 \\
-        --out runs/fit_I/weights_I.json
+    python scripts/fit_classical.py --variant I --games 1000 --rounds 3 --nodes 2000 --seed 1 \\
+        --out runs/fit3_I/weights_I.json
+    python scripts/fit_classical.py --variant II --games 1000 --rounds 3 --nodes 2000 --seed 2 \\
+        --out runs/fit3_II/weights_II.json
+
+Small settings for a first try: ``--games 50 --rounds 1 --nodes 1000``.
 """
 
 from __future__ import annotations
