@@ -1,15 +1,15 @@
 """Make a variant's opening suite: distinct positions a few plies in that the classical engine scores near equal.
 
     python scripts/make_openings.py --variant I            # writes stapel_rl/eval/openings/variant_I.txt
-    python scripts/make_openings.py --variant II --count 300 --depth 7 --margin 30
+    python scripts/make_openings.py --variant II --count 300 --depth 7 --margin 200
 
 Candidates are the positions after ``--min-plies``..``--max-plies`` random
 full moves from the start (a multi-leap capture is one move), duplicates
-dropped. Each is searched by the classical engine to ``--depth`` plies; those
-whose score for the side to move lies within ``--margin`` centi-men of 0 are
-kept, and ``--count`` of them, in a seeded random order, make the suite. The
-file's header records the command's settings and the code version, so a suite
-can be made again.
+dropped. Each is searched by the classical engine to ``--depth`` plies; the
+``--count`` whose scores for the side to move lie nearest 0 (within
+``--margin`` centi-men, if given), in a seeded random order, make the suite.
+The file's header records the command's settings, the scores kept and the code
+version, so a suite can be made again.
 """
 
 from __future__ import annotations
@@ -54,7 +54,7 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--min-plies", type=int, default=4)
     parser.add_argument("--max-plies", type=int, default=8)
     parser.add_argument("--depth", type=int, default=6, help="classical search depth that scores each candidate")
-    parser.add_argument("--margin", type=int, default=50, help="largest |score| kept, centi-men")
+    parser.add_argument("--margin", type=int, default=None, help="largest |score| kept, centi-men (default: none)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="default: the package's suite file of the variant")
     args = parser.parse_args(argv)
@@ -62,24 +62,26 @@ def main(argv: "list[str] | None" = None) -> int:
     rng = np.random.default_rng(args.seed)
     pool = candidates(variant, args.candidates, args.min_plies, args.max_plies, rng)
     searcher = Searcher(variant)
-    kept = []
+    scores = []
     for fen in tqdm(pool, desc=f"scoring Variant {variant.name} at depth {args.depth}", unit="pos"):
         searcher.clear()
-        if abs(searcher.search(Position.from_fen(fen), depth=args.depth).score) <= args.margin:
-            kept.append(fen)
-    if len(kept) < args.count:
-        print(f"only {len(kept)} of {len(pool)} candidates within +-{args.margin}: raise --candidates or --margin",
+        scores.append(abs(searcher.search(Position.from_fen(fen), depth=args.depth).score))
+    nearest = [int(i) for i in np.argsort(scores, kind="stable")[:args.count]
+               if args.margin is None or scores[i] <= args.margin]
+    if len(nearest) < args.count:
+        print(f"only {len(nearest)} of {len(pool)} candidates within +-{args.margin}: raise --candidates or --margin",
               file=sys.stderr)
         return 1
-    chosen = [kept[i] for i in rng.permutation(len(kept))[:args.count]]
+    chosen = [pool[nearest[i]] for i in rng.permutation(len(nearest))]
+    widest = max(scores[i] for i in nearest)
     header = [
         f"# Stapeldammen Variant {variant.name} opening suite: {args.count} positions after {args.min_plies}-"
         f"{args.max_plies} random full moves",
-        f"# whose classical depth-{args.depth} score is within +-{args.margin} centi-men "
-        f"({len(kept)} of {len(pool)} distinct candidates).",
+        f"# whose classical depth-{args.depth} scores lie nearest 0 of {len(pool)} distinct candidates "
+        f"(all within +-{widest} centi-men).",
         f"# Made by: python scripts/make_openings.py --variant {variant.name} --count {args.count} --candidates "
         f"{args.candidates} --min-plies {args.min_plies} --max-plies {args.max_plies} --depth {args.depth} "
-        f"--margin {args.margin} --seed {args.seed}",
+        + (f"--margin {args.margin} " if args.margin is not None else "") + f"--seed {args.seed}",
         f"# Code version: {code_version()}",
     ]
     out = pathlib.Path(args.out) if args.out else suite_path(variant)
@@ -87,7 +89,7 @@ def main(argv: "list[str] | None" = None) -> int:
     with tempfile.NamedTemporaryFile("w", dir=out.parent, delete=False, suffix=".tmp") as f:
         f.write("\n".join(header + chosen) + "\n")
     os.replace(f.name, out)
-    print(f"{out}: {args.count} openings ({len(kept)} of {len(pool)} candidates within +-{args.margin})")
+    print(f"{out}: {args.count} openings of {len(pool)} candidates, all within +-{widest} centi-men")
     return 0
 
 

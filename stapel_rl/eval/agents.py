@@ -8,8 +8,9 @@ games). Agents are named by short specs on the command line:
     greedy                      the full move that leaves it controlling the most
                                 men (Variant II: most points first), ties random
     alphabeta[:DEPTH][:q=N]     negamax with alpha-beta over full moves (default depth 2)
-    classical[:time=SECONDS][:depth=N][:nodes=N]
-                                compiled (numba) alpha-beta, iterative deepening; time=1.0 s
+    classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]
+                                compiled (numba) alpha-beta, iterative deepening, weights
+                                from PATH (default: the fitted ones shipped); time=1.0 s
                                 per move when no limit is given; the first limit hit stops it
     mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]
                                 checkpoint + search, temperature 0; with time=, each
@@ -112,7 +113,7 @@ register_agent("alphabeta", _alphabeta)
 
 
 def _classical(args: "list[str]") -> Agent:
-    """``classical[:time=SECONDS][:depth=N][:nodes=N]``; imported on first use (numba JIT)."""
+    """``classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]``; imported on first use (numba JIT)."""
     from stapel_rl.classical.agent import from_spec_args
 
     return from_spec_args(args)
