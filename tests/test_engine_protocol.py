@@ -106,15 +106,20 @@ class EngineProcess:
         return status
 
 
-@pytest.fixture
-def engine():
-    process = EngineProcess()
+def _engine_process(*args: str):
+    """An engine process for one test, closed (pipes too) after it."""
+    process = EngineProcess(*args)
     yield process
     try:
         process.close()
     finally:
         process.proc.stdout.close()
         process.proc.stderr.close()
+
+
+@pytest.fixture
+def engine():
+    yield from _engine_process()
 
 
 def test_handshake_isready_and_quit(engine):
@@ -414,13 +419,7 @@ def _assert_legal_line(fen: str, moves: "list[str]", variant: str = "I") -> None
 
 @pytest.fixture
 def classical_engine():
-    process = EngineProcess("--agent", "classical:time=0.5")
-    yield process
-    try:
-        process.close()
-    finally:
-        process.proc.stdout.close()
-        process.proc.stderr.close()
+    yield from _engine_process("--agent", "classical:time=0.5")
 
 
 def test_classical_go_prints_an_info_line_per_iteration_ending_in_bestmove(classical_engine):

@@ -4,10 +4,13 @@ The two games of a pair share an opening, so they are not independent: what
 is independent is the pair. A pair scores 0, 0.5, 1, 1.5 or 2 points, and the
 counts of the five outcomes (the *pentanomial*) carry all the match says:
 
-- the score is the mean per game, and its variance is the variance of the
-  pair means divided by the number of pairs (smaller than the game-by-game
-  trinomial variance when openings favour one colour, which is the point of
-  pairing);
+- the score is the mean per game; its interval holds the means whose most
+  likely pentanomial distribution the counts do not reject (a profile
+  likelihood interval: for many pairs it is the normal interval from the
+  variance of the pair scores, smaller than the game-by-game trinomial one
+  when openings favour one colour, which is the point of pairing; for few
+  pairs or one-sided results it stays honest where the normal one collapses
+  to a point);
 - the Elo difference is the logistic transform of the score, its interval the
   transform of the score's;
 - the generalised SPRT compares the likelihood of the counts under the two
@@ -85,10 +88,23 @@ class Pentanomial:
         return math.sqrt(variance / n)
 
     def interval(self, level: float = 0.95) -> "tuple[float, float]":
-        """Confidence interval of ``score`` (normal, clipped to [0, 1])."""
-        z = float(norm.ppf(0.5 + level / 2))
-        half = z * self.stderr()
-        return max(0.0, self.score - half), min(1.0, self.score + half)
+        """Confidence interval of ``score``: the means ``m`` with 2 log LR(observed / best with mean m) <= z^2."""
+        if self.pairs == 0:
+            return 0.0, 1.0
+        z2 = float(norm.ppf(0.5 + level / 2)) ** 2
+        frequencies = self._regularised()
+        centre = float(frequencies @ PAIR_SCORES)
+
+        def excess(mean: float) -> float:
+            p = _closest_with_mean(frequencies, mean)
+            return 2.0 * self.pairs * float(frequencies @ np.log(frequencies / p)) - z2
+
+        ends = []
+        for edge in (1e-9, 1.0 - 1e-9):
+            ends.append(edge if excess(edge) <= 0 else brentq(excess, min(edge, centre), max(edge, centre)))
+        low, high = ends
+        # The pseudo-counts pull the centre a hair off the observed score: keep it inside.
+        return min(low, self.score), max(high, self.score)
 
     def elo(self) -> float:
         return elo_of(self.score)
@@ -101,10 +117,14 @@ class Pentanomial:
         """Log-likelihood ratio of H1 (Elo difference ``elo1``) over H0 (``elo0``): the GSPRT."""
         if self.pairs == 0:
             return 0.0
-        frequencies = (self.counts + PRIOR) / (self.pairs + 5 * PRIOR)
+        frequencies = self._regularised()
         p0 = _closest_with_mean(frequencies, expected_score(elo0))
         p1 = _closest_with_mean(frequencies, expected_score(elo1))
         return float(self.pairs * frequencies @ (np.log(p1) - np.log(p0)))
+
+    def _regularised(self) -> np.ndarray:
+        """Outcome frequencies with ``PRIOR`` added to every count (none exactly 0)."""
+        return (self.counts + PRIOR) / (self.pairs + 5 * PRIOR)
 
     def summary(self, level: float = 0.95) -> str:
         """One line: the score and the Elo difference with their intervals, then the counts."""
