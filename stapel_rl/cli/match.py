@@ -33,6 +33,7 @@ import sys
 import time
 
 import numpy as np
+from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
@@ -41,11 +42,21 @@ from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_sp
 from stapel_rl.eval.openings import SOURCES, opening_fens
 
 
+_AGENTS: "dict[str, object]" = {}
+
+
+def _agent(spec: str):
+    """One agent per spec and process: a job plays many pairs and loads each network once."""
+    if spec not in _AGENTS:
+        _AGENTS[spec] = make_agent(spec)
+    return _AGENTS[spec]
+
+
 def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool
                ) -> MatchResult:
     """Agent specs ``a`` against ``b``, each of ``fens`` played twice with colours swapped (game k and k + n pair)."""
     start, colour = paired_start(get_variant(variant), fens)
-    return play_match(make_agent(a), make_agent(b), variant, start.batch_size, np.random.default_rng(seed),
+    return play_match(_agent(a), _agent(b), variant, start.batch_size, np.random.default_rng(seed),
                       start=start, agent_colour=colour, one_at_a_time=one_at_a_time)
 
 
@@ -55,25 +66,53 @@ def _one_thread() -> None:
         os.environ[name] = "1"
 
 
-def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool,
-                     jobs: int) -> "tuple[MatchResult, np.ndarray]":
-    """``play_pairs`` split over ``jobs`` processes; returns the merged result and each game's pair index."""
-    chunks = [c for c in np.array_split(np.arange(len(fens)), max(1, min(jobs, len(fens)))) if c.size]
-    if len(chunks) == 1:
-        results = [play_pairs(a, b, variant, fens, seed, one_at_a_time)]
-    else:
-        context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
-        with concurrent.futures.ProcessPoolExecutor(len(chunks), mp_context=context, initializer=_one_thread) as pool:
-            futures = [pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
-                       for j, c in enumerate(chunks)]
-            results = [f.result() for f in futures]
-    merged = MatchResult(
+def _merge(results: "list[MatchResult]") -> MatchResult:
+    return MatchResult(
         scores=np.concatenate([r.scores for r in results]),
         agent_colour=np.concatenate([r.agent_colour for r in results]),
         plies=np.concatenate([r.plies for r in results]),
         seconds=np.sum([r.seconds for r in results], axis=0), moves=np.sum([r.moves for r in results], axis=0))
+
+
+def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool,
+                     jobs: int, progress: bool = False) -> "tuple[MatchResult, np.ndarray]":
+    """``play_pairs`` over ``jobs`` processes; returns the merged result and each game's pair index.
+
+    With one game at a time (``--time``) each pair is its own task, so a bar can show the running
+    score, the rate and the time left; batched matches split the pairs into one chunk per job.
+    """
+    jobs = max(1, min(jobs, len(fens)))
+    if one_at_a_time:
+        chunks = [np.array([i]) for i in range(len(fens))]
+    else:
+        chunks = [c for c in np.array_split(np.arange(len(fens)), jobs) if c.size]
+    bar = tqdm(total=len(fens), unit="pair", desc=f"{a} vs {b}", disable=not progress or len(chunks) == 1,
+               dynamic_ncols=True)
+    done: "list[MatchResult]" = []
+
+    def advance(result: MatchResult, size: int) -> None:
+        done.append(result)
+        score = np.concatenate([r.scores for r in done])
+        bar.set_postfix(score=f"{100 * score.mean():.1f}%", games=score.size, refresh=False)
+        bar.update(size)
+
+    results: "list[MatchResult]"
+    if jobs == 1:
+        results = []
+        for j, c in enumerate(chunks):
+            results.append(play_pairs(a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time))
+            advance(results[-1], c.size)
+    else:
+        context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
+        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
+            futures = [pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
+                       for j, c in enumerate(chunks)]
+            for future in concurrent.futures.as_completed(futures):
+                advance(future.result(), chunks[futures.index(future)].size)
+            results = [f.result() for f in futures]
+    bar.close()
     pair = np.concatenate([np.tile(c, 2) for c in chunks])
-    return merged, pair
+    return _merge(results), pair
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -110,7 +149,7 @@ def main(argv: "list[str] | None" = None) -> int:
         start = time.perf_counter()
         fens = opening_fens(variant, pairs, args.openings, args.opening_plies, seed=args.seed * 7919 + index)
         result, pair = play_in_parallel(specs[0], opponent, variant.name, fens, args.seed, args.time is not None,
-                                        args.jobs)
+                                        args.jobs, progress=True)
         mine, theirs = result.time_per_move()
         print(f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.record()}, "
               f"{result.pentanomial(pair).summary()}; time per move {mine:.3f} s / {theirs:.3f} s; "
