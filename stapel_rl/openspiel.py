@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyspiel
+from open_spiel.python.observation import IIGObserverForPublicInfoGame
 
 from stapel_rl.env import engine
 from stapel_rl.env import fen as fen_text
@@ -131,8 +132,6 @@ class StapeldammenGame(pyspiel.Game):
     def make_py_observer(self, iig_obs_type=None, params=None):
         if iig_obs_type is None or (iig_obs_type.public_info and not iig_obs_type.perfect_recall):
             return BoardObserver(self, params)
-        from open_spiel.python.observation import IIGObserverForPublicInfoGame
-
         return IIGObserverForPublicInfoGame(iig_obs_type, params)
 
 
