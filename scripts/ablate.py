@@ -22,7 +22,7 @@ import re
 import subprocess
 import sys
 
-from stapel_rl.train.checkpoint import atomic_write_bytes, list_checkpoints, load
+from stapel_rl.models.checkpoint import atomic_write_bytes, list_checkpoints, load
 
 #: name -> (what changes against the old default, stapel-train overrides)
 ROWS = {

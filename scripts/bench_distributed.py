@@ -25,7 +25,7 @@ import torch
 
 from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import PRESETS
-from stapel_rl.train.checkpoint import load
+from stapel_rl.models.checkpoint import load
 from stapel_rl.train.config import DistributedConfig
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.selfplay import SelfPlayConfig

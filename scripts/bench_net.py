@@ -32,9 +32,9 @@ import torch
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env.sampling import random_positions
-from stapel_rl.models import PRESETS, NetworkConfig, NetworkEvaluator, PolicyValueNet
+from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.accuracy import compare
-from stapel_rl.train.checkpoint import load
+from stapel_rl.models.checkpoint import load_network
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: Trained 4x32 networks by layout: the committed Variant I agent (10x10 grid) and a compact one
@@ -106,9 +106,7 @@ def main() -> None:
         for name, rate in rates[size].items():
             print(f"{size:>8} {name:>13} {rate:>12,.0f} {rate / rates[size]['fp32 grid']:>12.2f}x", flush=True)
 
-    checkpoint = load(args.checkpoint or TRAINED[layout])
-    net = PolicyValueNet(NetworkConfig(**checkpoint["model_config"]))
-    net.load_state_dict(checkpoint["model"])
+    net, _ = load_network(args.checkpoint or TRAINED[layout])
     same_size = (net.config.blocks, net.config.channels) == (PRESETS[trained_size].blocks, PRESETS[trained_size].channels)
     accuracy = compare(net, state, precision="auto")
     print(f"\naccuracy of the fast path against fp32, trained weights {args.checkpoint or TRAINED[layout]} "

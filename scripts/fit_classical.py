@@ -74,7 +74,7 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit, log_expit
 
 from stapel_rl.classical import FEATURES, Position, Searcher, features
-from stapel_rl.classical.agent import read_weights
+from stapel_rl.classical.evaluation import read_weights
 from stapel_rl.classical.board import MOVE_WIDTH, points
 from stapel_rl.classical.evaluation import weights_path
 from stapel_rl.classical.movegen import MAX_MOVES, generate, new_move_buffer, new_scratch

@@ -27,7 +27,7 @@ from tqdm import tqdm
 from stapel_rl.env import get_variant
 from stapel_rl.eval.ratings import rate
 from stapel_rl.eval.tournament import TournamentConfig, load_results, run
-from stapel_rl.train.checkpoint import code_version, list_checkpoints, load
+from stapel_rl.models.checkpoint import code_version, list_checkpoints, load
 
 #: Anchors from random play to the classical engine at 1 s a move, so that the scale does not saturate.
 DEFAULT_LADDER = ["random", "greedy", "alphabeta:2", "alphabeta:4", "classical:time=0.05", "classical:time=0.25",

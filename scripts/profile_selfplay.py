@@ -38,7 +38,7 @@ from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.train.app import CONFIG_DIR, make_selfplay_config, search_config
-from stapel_rl.train.checkpoint import load
+from stapel_rl.models.checkpoint import load
 from stapel_rl.train.selfplay import SelfPlay
 
 

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from stapel_rl.classical import FEATURES
-from stapel_rl.classical.agent import read_weights
+from stapel_rl.classical.evaluation import read_weights
 from stapel_rl.classical.evaluation import weights_path
 from stapel_rl.env import engine
 from stapel_rl.env.variants import get_variant

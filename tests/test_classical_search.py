@@ -10,7 +10,7 @@ import pytest
 
 from stapel_rl.classical import Position, Searcher
 from stapel_rl.classical.position import row_path
-from stapel_rl.classical.agent import ClassicalAgent, from_spec_args
+from stapel_rl.eval.classical_agent import ClassicalAgent, from_spec_args
 from stapel_rl.env import engine, initial_fen
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import take

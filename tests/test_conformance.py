@@ -34,7 +34,7 @@ def test_perft_table(variant):
 
 
 def test_perft_command(capsys):
-    from stapel_rl.perft import main
+    from stapel_rl.cli.perft import main
 
     assert main(["--variant", "II", "--depth", "4"]) == 0
     out = capsys.readouterr().out.splitlines()
@@ -43,7 +43,7 @@ def test_perft_command(capsys):
 
 
 def test_perft_command_rejects_bad_fen(capsys):
-    from stapel_rl.perft import main
+    from stapel_rl.cli.perft import main
 
     assert main(["--fen", "W:w,b", "--depth", "1"]) == 2
     assert "expected 50 comma-separated squares" in capsys.readouterr().err

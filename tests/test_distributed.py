@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from stapel_rl.env import get_variant
-from stapel_rl.train import checkpoint
-from stapel_rl.train.distributed import init_ray
+from stapel_rl.models import checkpoint
+from stapel_rl.cluster import init_ray
 
 ray = pytest.importorskip("ray", reason="Ray is part of the dev extra: pip install -e '.[dev]'")
 

@@ -468,7 +468,7 @@ def test_classical_stop_answers_a_running_search_at_once(classical_engine):
 
 
 def test_classical_in_process_wait_and_quit_during_a_search():
-    from stapel_rl.classical.agent import ClassicalAgent
+    from stapel_rl.eval.classical_agent import ClassicalAgent
 
     session, out = _session(agent=ClassicalAgent(time_per_move=None, depth=4))
     session.handle("variant II")

@@ -1,5 +1,7 @@
 """Gymnasium single and vector environments."""
 
+import subprocess
+import sys
 import warnings
 
 import gymnasium as gym
@@ -7,7 +9,7 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-import stapel_rl  # noqa: F401  (registers the env)
+import stapel_rl.env.gym_env  # noqa: F401  (registers the env)
 from stapel_rl.env import VARIANT_I, engine, from_fens
 from stapel_rl.env.observation import canonical_mask, encode, to_canonical_actions
 from stapel_rl.env.sampling import random_legal_actions
@@ -140,3 +142,16 @@ def test_vector_env_illegal_action_names_the_env():
     actions[2] = 0
     with pytest.raises(ValueError, match="env 2: action 0"):
         envs.step(actions)
+
+
+def test_importing_the_engine_imports_neither_gymnasium_nor_torch():
+    code = "import sys, stapel_rl.env.engine, stapel_rl.env; print('gymnasium' in sys.modules, 'torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_make_by_module_name_registers_on_the_way():
+    code = ("import gymnasium as gym; env = gym.make('stapel_rl.env.gym_env:stapel_rl/Stapeldammen-v0', variant='II');"
+            "print(env.unwrapped.variant.name, env.spec.version)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["II", "0"]

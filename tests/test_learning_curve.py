@@ -7,7 +7,7 @@ import pathlib
 import pytest
 
 from stapel_rl.eval.tournament import load_results
-from stapel_rl.train import checkpoint
+from stapel_rl.models import checkpoint
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRAINED = ROOT / "tests" / "data" / "small_compact_I.pt"

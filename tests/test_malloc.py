@@ -55,7 +55,7 @@ def _refuse() -> bool:
     raise _Called
 
 
-@pytest.mark.parametrize("module", ["stapel_rl.perft", "stapel_rl.cli.match", "stapel_rl.cli.sprt",
+@pytest.mark.parametrize("module", ["stapel_rl.cli.perft", "stapel_rl.cli.match", "stapel_rl.cli.sprt",
                                     "stapel_rl.cli.play", "stapel_rl.cli.engine", "stapel_rl.cli.tournament"])
 def test_command_line_tools_tune_the_allocator_first(module, monkeypatch):
     cli = importlib.import_module(module)

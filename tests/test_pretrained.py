@@ -11,7 +11,7 @@ import stapel_rl
 from stapel_rl import bundled
 from stapel_rl.env import init
 from stapel_rl.eval.agents import make_agent
-from stapel_rl.train import checkpoint
+from stapel_rl.models import checkpoint
 from stapel_rl.train.app import CONFIG_DIR
 
 REPO = pathlib.Path(__file__).resolve().parents[1]

@@ -10,7 +10,7 @@ import time
 import numpy as np
 import pytest
 
-from stapel_rl.train import checkpoint
+from stapel_rl.models import checkpoint
 
 TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
 

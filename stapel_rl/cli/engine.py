@@ -41,6 +41,8 @@ import numpy as np
 
 from stapel_rl import __version__
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.classical.position import Position
+from stapel_rl.classical.searcher import MAX_DEPTH
 from stapel_rl.env import engine as rules
 from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
 from stapel_rl.env.notation import find_move
@@ -48,10 +50,10 @@ from stapel_rl.env.render import ansi, status
 from stapel_rl.env.state import State, take
 from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import Agent, make_agent
+from stapel_rl.eval.classical_agent import ClassicalAgent
+from stapel_rl.eval.game import agent_full_move
 from stapel_rl.eval.network_agents import UNLIMITED
 
-#: More actions than any full move can take (a capture takes at most 20 men).
-MAX_ACTIONS_PER_MOVE = 64
 #: Seconds of a classical ``go movetime`` kept back for the work around the search (as the agent does).
 CLASSICAL_MARGIN = 0.003
 
@@ -96,12 +98,6 @@ def _with_limits(agent: Agent, nodes: "int | None", seconds: "float | None") -> 
     for key, value in changes.items():
         setattr(clone, key, value)
     return clone
-
-
-def _is_classical(agent: Agent) -> bool:
-    """Whether ``agent`` is a ``ClassicalAgent`` (without importing numba for the other agents)."""
-    module = sys.modules.get("stapel_rl.classical.agent")
-    return module is not None and isinstance(agent, module.ClassicalAgent)
 
 
 class EngineSession:
@@ -316,10 +312,10 @@ class EngineSession:
         i = 0
         while i < len(args):
             key = args[i]
-            if key == "infinite" and _is_classical(self.agent):
+            if key == "infinite" and isinstance(self.agent, ClassicalAgent):
                 infinite = True
                 i += 1
-            elif key == "depth" and _is_classical(self.agent):
+            elif key == "depth" and isinstance(self.agent, ClassicalAgent):
                 if i + 1 >= len(args):
                     raise CommandError("go depth needs a number")
                 depth = _positive_int("go depth", args[i + 1])
@@ -347,7 +343,7 @@ class EngineSession:
             return True
 
         agent = self.agent
-        if _is_classical(agent):
+        if isinstance(agent, ClassicalAgent):
             self._go_classical(state, nodes, movetime, depth, infinite)
             return True
         searches = _searches(agent)
@@ -376,9 +372,6 @@ class EngineSession:
         """Search with the classical agent's searcher in a thread: one ``info depth`` line per
         iteration, then ``bestmove``; ``stop`` ends it early. The ``go`` limits replace the
         agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
-        from stapel_rl.classical.position import Position
-        from stapel_rl.classical.searcher import MAX_DEPTH
-
         if self.variant not in self._warm:
             # The first search loads the compiled code (most of a second): not on this move's clock.
             self.agent.searcher(self.variant).search(Position.from_state(rules.init(self.variant), 0), depth=1)
@@ -418,48 +411,25 @@ class EngineSession:
         self._search.start()
 
     def _choose(self, agent: Agent, start: State, deadline: "float | None" = None) -> "tuple[str, int | None]":
-        """The agent's full move from ``start`` as text, asking it at every decision point with a
-        choice, and the simulations it searched (None if it does not search or was not asked).
+        """The agent's full move from ``start`` as text, and the simulations it searched (None if it
+        does not search or was not asked). Forced leaps are played without asking.
 
         With ``deadline`` (a ``time.perf_counter()`` value), each decision point
         gives a timed agent the time left, so the whole move keeps to it."""
-        moves = expand_full_moves(start)
-        if moves.parent.size == 1:
-            return moves.texts()[0], None
-        current, actions, simulations = start, [], None
-        for _ in range(MAX_ACTIONS_PER_MOVE):
-            legal = np.flatnonzero(current.legal_action_mask[0])
-            if legal.size == 1:  # a forced leap: nothing to think about
-                action = int(legal[0])
-            else:
-                if deadline is not None:
-                    agent.seconds = max(0.0, deadline - time.perf_counter())
-                with contextlib.redirect_stdout(sys.stderr):
-                    chosen = np.asarray(agent(current, self.rng)).reshape(-1)
-                if chosen.shape != (1,):
-                    raise ValueError(f"expected one action, got {chosen.shape[0]}")
-                action = int(chosen[0])
-                if not 0 <= action < current.legal_action_mask.shape[1] or not current.legal_action_mask[0, action]:
-                    raise ValueError(f"illegal action {action}")
-                if _searches(agent):
-                    searched = getattr(agent, "simulations", agent.config.num_simulations)
-                    simulations = (simulations or 0) + searched
-            current = rules.step(current, np.array([action], dtype=np.int64), validate=False)
-            actions.append(action)
-            if int(current.capturing[0]) < 0 or bool(current.done[0]):
-                break
-        else:
-            raise ValueError(f"no complete move after {MAX_ACTIONS_PER_MOVE} actions")
-        n = len(actions)
-        table = moves.actions
-        if table.shape[1] < n:
-            raise ValueError(f"the actions {actions} make no legal full move")
-        prefix = (table[:, :n] == np.array(actions)).all(axis=1)
-        ends = table[:, n] < 0 if table.shape[1] > n else np.ones(len(table), dtype=bool)
-        rows = np.flatnonzero(prefix & ends)
-        if rows.size != 1:
-            raise ValueError(f"the actions {actions} make no legal full move")
-        return moves.texts()[int(rows[0])], simulations
+        searched: "list[int]" = []
+
+        def before_decision() -> None:
+            if deadline is not None:
+                agent.seconds = max(0.0, deadline - time.perf_counter())
+
+        def after_decision() -> None:
+            if _searches(agent):
+                searched.append(getattr(agent, "simulations", agent.config.num_simulations))
+
+        with contextlib.redirect_stdout(sys.stderr):
+            move = agent_full_move(agent, start, self.rng, ask_forced=False, before_decision=before_decision,
+                                   after_decision=after_decision)
+        return move.text, (sum(searched) if searched else None)
 
     def _display(self, args: "list[str]", rest: str) -> bool:
         state = self.state

@@ -33,23 +33,15 @@ read are then echoed after the prompt to keep the transcript readable.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from typing import Callable, TextIO
 
-import numpy as np
-
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.env import engine
-from stapel_rl.env.notation import FullMoves, expand_full_moves, find_move
 from stapel_rl.env.render import SIDE_NAMES, ansi
-from stapel_rl.env.state import State
 from stapel_rl.env.variants import Variant, get_variant
 from stapel_rl.eval.agents import Agent, make_agent
-from stapel_rl.eval.pdn import write_game
+from stapel_rl.eval.game import Game
 
-#: More actions than any full move can take (a capture takes at most 20 men).
-MAX_ACTIONS_PER_MOVE = 64
 HUMAN_NAME = "Human"
 PROMPT = "your move> "
 GAME_OVER_PROMPT = "game over> "
@@ -67,22 +59,8 @@ commands:
   quit              leave (end of input does too)"""
 
 
-@dataclasses.dataclass
-class Turn:
-    """One full move of the game: the position before it, its actions, its text and who played it."""
-
-    before: State
-    actions: "list[int]"
-    text: str
-    by_human: bool
-
-
-def _actions_of(moves: FullMoves, index: int) -> "list[int]":
-    return [int(a) for a in moves.actions[index] if a >= 0]
-
-
-class PlaySession:
-    """A game between a person (reading lines) and an agent, with history for undo.
+class PlaySession(Game):
+    """A ``Game`` played in the terminal: a person reading and typing lines against an agent.
 
     Args:
         agent: the opponent, called at every decision point of its turns.
@@ -103,18 +81,8 @@ class PlaySession:
         out: "TextIO | None" = None,
         start_fen: "str | None" = None,
     ):
-        self.agent = agent
-        self.variant = get_variant(variant)
-        self.human = int(human)
+        super().__init__(agent, variant, human=human, seed=seed, start_fen=start_fen)
         self.out = out if out is not None else sys.stdout
-        game_seed, hint_seed = np.random.SeedSequence(seed).spawn(2)
-        self.rng = np.random.default_rng(game_seed)
-        self.hint_rng = np.random.default_rng(hint_seed)
-        self.start = engine.init(self.variant) if start_fen is None else engine.from_fens([start_fen], self.variant)
-        self.history: "list[Turn]" = []
-        self._moves: "tuple[State, FullMoves] | None" = None
-        # The position after the last turn, kept so that reading `state` does not replay it.
-        self._cached_state: "State | None" = None
         self._need_board = True  # draw the board before the next prompt
         self._announced = False  # the result of the finished game has been printed
         self.commands: "dict[str, Callable[[str], bool]]" = {
@@ -127,111 +95,6 @@ class PlaySession:
             "quit": self._cmd_quit,
             "exit": self._cmd_quit,
         }
-
-    # ------------------------------------------------------------ game state
-
-    @staticmethod
-    def _after(turn: Turn) -> State:
-        state = turn.before
-        for a in turn.actions:
-            state = engine.step(state, np.array([a]), validate=False)
-        return state
-
-    @property
-    def over(self) -> bool:
-        return bool(self.state.done[0])
-
-    @property
-    def human_to_move(self) -> bool:
-        return not self.over and int(self.state.current_player[0]) == self.human
-
-    def legal(self) -> FullMoves:
-        """The full moves of the current position (cached per position)."""
-        state = self.state
-        if self._moves is None or self._moves[0] is not state:
-            self._moves = (state, expand_full_moves(state))
-        return self._moves[1]
-
-    def actions(self) -> "list[int]":
-        """Every board action of the game so far, as ``write_game`` wants them."""
-        return [a for turn in self.history for a in turn.actions]
-
-    def _push(self, before: State, actions: "list[int]", text: str, by_human: bool) -> None:
-        turn = Turn(before, actions, text, by_human)
-        after = self._after(turn)
-        self.history.append(turn)
-        self._moves = None
-        self._cached_state = after
-
-    @property
-    def state(self) -> State:
-        """The current position (always at the start of a turn)."""
-        if not self.history:
-            return self.start
-        if self._cached_state is None:
-            self._cached_state = self._after(self.history[-1])
-        return self._cached_state
-
-    def agent_full_move(self, state: State, rng: np.random.Generator) -> "tuple[list[int], str]":
-        """The agent's full move in ``state``: its actions and PDN text (the position is not changed)."""
-        moves = expand_full_moves(state)
-        actions: "list[int]" = []
-        current = state
-        for _ in range(MAX_ACTIONS_PER_MOVE):
-            action = int(np.asarray(self.agent(current, rng)).reshape(-1)[0])
-            try:
-                current = engine.step(current, np.array([action]))
-            except ValueError:
-                raise RuntimeError(f"agent {self.agent.name!r} chose an illegal action {action}") from None
-            actions.append(action)
-            if int(current.capturing[0]) < 0:
-                break
-        else:
-            raise RuntimeError(f"agent {self.agent.name!r} did not finish its capture in {MAX_ACTIONS_PER_MOVE} actions")
-        for i in range(moves.parent.size):
-            if _actions_of(moves, i) == actions:
-                return actions, moves.texts()[i]
-        raise RuntimeError(f"agent {self.agent.name!r} played actions {actions}, which make no legal full move")
-
-    def play_agent(self) -> str:
-        """Let the agent play its full move; returns the move text."""
-        before = self.state
-        actions, text = self.agent_full_move(before, self.rng)
-        self._push(before, actions, text, by_human=False)
-        return text
-
-    def play_human(self, text: str) -> str:
-        """Play the person's move written ``text``; raises ``ValueError`` (with the legal moves) if it is not legal."""
-        moves = self.legal()
-        index = find_move(moves, text.strip().lower())
-        self._push(self.state, _actions_of(moves, index), moves.texts()[index], by_human=True)
-        return moves.texts()[index]
-
-    def undo(self) -> "list[Turn]":
-        """Take back the person's last full move and everything after it; returns the turns removed."""
-        last = max((i for i, turn in enumerate(self.history) if turn.by_human), default=None)
-        if last is None:
-            return []
-        removed = self.history[last:]
-        del self.history[last:]
-        self._moves = None
-        self._cached_state = None
-        return removed
-
-    def result_line(self) -> str:
-        """``result: ...`` in words, for a finished game."""
-        state = self.state
-        if bool(state.truncated[0]):
-            return f"result: unfinished - stopped at the ply cap ({state.variant.ply_cap} plies), no winner"
-        stuck = SIDE_NAMES[int(state.current_player[0])]
-        score = float(state.rewards[0, 0])
-        winner = None if score == 0 else (0 if score > 0 else 1)
-        outcome = "draw" if winner is None else f"{SIDE_NAMES[winner]} wins"
-        if self.variant.points_decide:
-            white, black = (int(p) for p in state.points[0])
-            outcome += f" on points, White {white} - Black {black}"
-        you = "a draw" if winner is None else ("you win" if winner == self.human else "you lose")
-        return f"result: {outcome} ({stuck} cannot move) - {you}"
 
     # ------------------------------------------------------------ output
 
@@ -293,8 +156,7 @@ class PlaySession:
         if self.over:
             self.say("the game is over: no hint")
             return True
-        _, text = self.agent_full_move(self.state, self.hint_rng)
-        self.say(f"hint: {self.agent.name} would play {text}")
+        self.say(f"hint: {self.agent.name} would play {self.hint()}")
         return True
 
     def _cmd_undo(self, rest: str) -> bool:
@@ -313,7 +175,7 @@ class PlaySession:
             return True
         tags = {"Event": "stapel-play", "White": self._name(0), "Black": self._name(1)}
         try:
-            text = write_game(self.variant, self.actions(), tags)
+            text = self.pdn(tags)
             with open(rest, "w", encoding="utf-8") as handle:
                 handle.write(text)
         except OSError as problem:

@@ -12,6 +12,9 @@ the page is described in docs/web_api.md.
 from __future__ import annotations
 
 import argparse
+import socket
+import threading
+import time
 import pathlib
 import sys
 from typing import Callable
@@ -24,11 +27,7 @@ def start_in_thread(app, host: str = "127.0.0.1", port: int = 0) -> "tuple[str, 
 
     Port 0 takes a free port; the socket is bound before this returns, so the URL works at once.
     """
-    import socket
-    import threading
-    import time
-
-    import uvicorn
+    import uvicorn  # the optional extra "web"
 
     sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

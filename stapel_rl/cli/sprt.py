@@ -15,35 +15,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-import numpy as np
-
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.env import engine, get_variant
+from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import make_agent
-from stapel_rl.eval.arena import play_match
-from stapel_rl.eval.openings import SOURCES, opening_fens
-from stapel_rl.eval.sprt import SPRT
-
-
-def run_sprt(a, b, variant, test: SPRT, batch_pairs: int, max_pairs: int, opening_plies: int, seed: int,
-             verbose: bool = True, openings: str = "suite") -> str:
-    """Play pairs until ``test`` decides; returns "H0", "H1" or "continue" (undecided)."""
-    rng = np.random.default_rng(seed)
-    batch = 0
-    while test.status() == "continue" and len(test.scores) < max_pairs:
-        fens = opening_fens(variant, batch_pairs, openings, opening_plies, seed=seed * 7919 + batch,
-                            offset=batch * batch_pairs)
-        start = engine.from_fens([f for f in fens for _ in range(2)], variant)
-        result = play_match(a, b, variant, 2 * batch_pairs, rng, start=start)
-        for pair in result.scores.reshape(-1, 2):
-            test.add_pair(float(pair.mean()))
-        batch += 1
-        if verbose:
-            low, high = test.bounds
-            counts = " ".join(str(int(c)) for c in test.pentanomial().counts)
-            print(f"pairs {len(test.scores):>5}  score {100 * np.mean(test.scores):5.1f}%  "
-                  f"LLR {test.llr():+.2f}  bounds [{low:.2f}, {high:.2f}]  pentanomial {counts}", flush=True)
-    return test.status()
+from stapel_rl.eval.openings import SOURCES
+from stapel_rl.eval.sprt import SPRT, run_sprt
 
 
 def main(argv: "list[str] | None" = None) -> int:

@@ -18,6 +18,7 @@ import pathlib
 import sys
 
 import numpy as np
+from matplotlib.figure import Figure  # no pyplot: a file needs no display backend
 from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
@@ -26,7 +27,8 @@ from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.openings import SOURCES
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.ratings import rate
-from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
+from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, load_results, run
+from stapel_rl.models.checkpoint import code_version
 
 
 def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
@@ -34,15 +36,11 @@ def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
     points = sorted((checkpoint_step(r["player"]), r) for r in rows if checkpoint_step(r["player"]) is not None)
     if not points:
         return False
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     steps = [s for s, _ in points]
     elo = np.array([r["elo"] for _, r in points])
     err = np.array([[r["elo"] - r["ci_low"] for _, r in points], [r["ci_high"] - r["elo"] for _, r in points]])
-    fig, ax = plt.subplots(figsize=(6, 4))
+    fig = Figure(figsize=(6, 4))
+    ax = fig.subplots()
     ax.errorbar(steps, elo, yerr=err, marker="o", capsize=3, label="checkpoints")
     for r in rows:
         if checkpoint_step(r["player"]) is None:
@@ -53,7 +51,6 @@ def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
     ax.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(path, dpi=120)
-    plt.close(fig)
     return True
 
 
@@ -91,8 +88,6 @@ def main(argv: "list[str] | None" = None) -> int:
         _check_resume(out, config)
         total = 2 * config.pairs * len(config.pairings())
         with tqdm(total=total, desc="games", unit="game") as bar:
-            from stapel_rl.eval.tournament import load_results
-
             bar.update(min(total, len(load_results(out / "games.jsonl"))))
             games = run(config, out, progress=bar, ray_address=args.address, use_ray=args.ray)
     except (ValueError, ConnectionError) as error:
@@ -119,8 +114,6 @@ def main(argv: "list[str] | None" = None) -> int:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    from stapel_rl.train.checkpoint import code_version
-
     (out / "ratings.json").write_text(json.dumps({"config": _config_dict(config), "code_version": code_version(),
                                                   "games": len(games), "ratings": rows,
                                                   "likelihood_of_superiority": los}, indent=2))

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 
-from stapel_rl.env import engine
+from stapel_rl.env import engine, render
 from stapel_rl.env.geometry import NUM_ACTIONS
 from stapel_rl.env.observation import NUM_PLANES, canonical_mask, encode, from_canonical_actions
 from stapel_rl.env.state import State
@@ -145,10 +145,17 @@ class StapelEnv(gym.Env):
         return obs, reward, bool(self.state.terminated[0]), bool(self.state.truncated[0]), info
 
     def render(self):
-        from stapel_rl.env import render
-
         if self.render_mode == "ansi":
             return render.ansi(self.state, 0)
         if self.render_mode == "rgb_array":
             return render.rgb_array(self.state, 0)
         return None
+
+
+#: The registered id: ``gymnasium.make(ENV_ID, variant="I")``, ``gymnasium.make_vec(ENV_ID, num_envs=N,
+#: vectorization_mode="vector_entry_point")``. Importing this module registers it.
+ENV_ID = "stapel_rl/Stapeldammen-v0"
+
+if ENV_ID not in gym.registry:
+    gym.register(id=ENV_ID, entry_point="stapel_rl.env.gym_env:StapelEnv",
+                 vector_entry_point="stapel_rl.env.vector_env:StapelVectorEnv")

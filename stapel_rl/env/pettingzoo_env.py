@@ -35,7 +35,7 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 from pettingzoo.utils import wrappers
 
-from stapel_rl.env import engine
+from stapel_rl.env import engine, render
 from stapel_rl.env.geometry import NUM_ACTIONS
 from stapel_rl.env.gym_env import observation_space as board_observation_space
 from stapel_rl.env.observation import canonical_mask, encode, from_canonical_actions
@@ -204,8 +204,6 @@ class raw_env(AECEnv, EzPickle):
         if self.render_mode is None:
             gymnasium.logger.warn("You are calling render method without specifying any render mode.")
             return None
-        from stapel_rl.env import render
-
         if self.render_mode == "ansi":
             return render.ansi(self.state, 0)
         return render.rgb_array(self.state, 0)

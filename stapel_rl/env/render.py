@@ -27,6 +27,7 @@ import functools
 import xml.sax.saxutils
 
 import numpy as np
+from PIL import Image, ImageDraw, ImageFont
 
 from stapel_rl.env.fen import format_stack
 from stapel_rl.env.geometry import COL, JUMP, NEIGHBOR, ROW, square_name
@@ -142,8 +143,6 @@ def _highlights(state: State, index: int) -> "dict[int, str]":
 
 @functools.lru_cache(maxsize=32)
 def _font(px: int, bold: bool = True):
-    from PIL import ImageFont
-
     for name in ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf", "Arial Bold.ttf" if bold else "Arial.ttf"):
         try:
             return ImageFont.truetype(name, px)
@@ -157,8 +156,6 @@ def _font(px: int, bold: bool = True):
 
 def rgb_array(state: State, index: int = 0, size: int = 400) -> np.ndarray:
     """``uint8 [size, size, 3]`` picture of game ``index``."""
-    from PIL import Image, ImageDraw
-
     heights, colours = _game(state, index)
     scale = 3  # draw large, then downsample: Pillow does not anti-alias shapes
     big = size * scale

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from stapel_rl.env import engine
+from stapel_rl.env.state import concatenate, take
+
 
 def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     """One uniformly random legal action per row of ``mask`` (``bool [B, A]``); 0 where none is legal.
@@ -30,9 +33,6 @@ def random_positions(variant: str, batch: int, plies: int, rng: np.random.Genera
     Real positions for benchmarks and tests of the network and the search
     (games that end early are restarted, so every position is in play).
     """
-    from stapel_rl.env import engine
-    from stapel_rl.env.state import concatenate, take
-
     state, picked, found = engine.init(variant, 2 * batch), [], 0
     for ply in range(plies + 1000):
         if ply >= plies:

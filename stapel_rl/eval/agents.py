@@ -16,6 +16,8 @@ games). Agents are named by short specs on the command line:
                                 checkpoint + search, temperature 0; with time=, each
                                 decision searches that long (sims= then limits it)
     policy:PATH                 the checkpoint's raw policy, no search
+    sb3:PATH[:deterministic=true|false]
+                                a saved sb3-contrib MaskablePPO policy (the extra "sb3")
 
 PATH may be ``variant_I`` or ``variant_II``, the trained agents shipped in the
 package (``stapel_rl.pretrained``); a file of that name in the working
@@ -25,6 +27,7 @@ directory is an explicit path and wins.
 from __future__ import annotations
 
 import dataclasses
+import importlib
 from typing import Callable, Protocol
 
 import numpy as np
@@ -79,44 +82,37 @@ class GreedyAgent:
         return actions
 
 
-_FACTORIES: "dict[str, Callable[[list[str]], Agent]]" = {
+#: Agent kinds: a factory, or where one lives (``"module:function"``), taking the spec's ``:``-separated
+#: arguments. Factories named by place are imported on first use, so that naming ``random`` costs
+#: neither torch nor numba (the entry-point pattern of Gymnasium's registry).
+AGENT_KINDS: "dict[str, Callable[[list[str]], Agent] | str]" = {
     "random": lambda args: RandomAgent(),
     "greedy": lambda args: GreedyAgent(),
+    "alphabeta": "stapel_rl.eval.alphabeta:from_spec_args",
+    "classical": "stapel_rl.eval.classical_agent:from_spec_args",
+    "mcts": "stapel_rl.eval.network_agents:mcts_from_spec_args",
+    "policy": "stapel_rl.eval.network_agents:policy_from_spec_args",
+    "sb3": "stapel_rl.eval.sb3_agent:from_spec_args",
 }
 
 
-def register_agent(kind: str, factory: "Callable[[list[str]], Agent]") -> None:
-    """Make ``kind[:args...]`` specs build agents with ``factory(args)``."""
-    _FACTORIES[kind] = factory
+def register_agent(kind: str, factory: "Callable[[list[str]], Agent] | str") -> None:
+    """Make ``kind[:args...]`` specs build agents with ``factory(args)`` (a callable or ``"module:function"``)."""
+    AGENT_KINDS[kind] = factory
 
 
 def make_agent(spec: str) -> Agent:
     """An agent from a spec such as ``random``, ``greedy``, ``mcts:run/ckpt.pt:sims=64``."""
     kind, *args = spec.split(":")
-    if kind not in _FACTORIES and kind in ("mcts", "policy"):
-        import stapel_rl.eval.network_agents  # noqa: F401  registers them (needs torch)
-    if kind not in _FACTORIES:
-        raise ValueError(f"unknown agent {spec!r}: expected one of {sorted(set(_FACTORIES) | {'mcts', 'policy'})}")
-    agent = _FACTORIES[kind](args)
+    if kind not in AGENT_KINDS:
+        raise ValueError(f"unknown agent {spec!r}: expected one of {sorted(AGENT_KINDS)}")
+    factory = AGENT_KINDS[kind]
+    if isinstance(factory, str):
+        module, _, name = factory.partition(":")
+        try:
+            factory = AGENT_KINDS[kind] = getattr(importlib.import_module(module), name)
+        except ModuleNotFoundError as error:  # an optional extra (sb3: stable-baselines3) is not installed
+            raise ValueError(f"agent {kind!r} needs the package {error.name!r}, which is not installed") from None
+    agent = factory(args)
     agent.name = spec
     return agent
-
-
-def _alphabeta(args: "list[str]") -> Agent:
-    """``alphabeta[:DEPTH][:q=N]`` (default depth 2); imported on first use so this module stays cheap."""
-    from stapel_rl.eval.alphabeta import from_spec_args
-
-    return from_spec_args(args)
-
-
-register_agent("alphabeta", _alphabeta)
-
-
-def _classical(args: "list[str]") -> Agent:
-    """``classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]``; imported on first use (numba JIT)."""
-    from stapel_rl.classical.agent import from_spec_args
-
-    return from_spec_args(args)
-
-
-register_agent("classical", _classical)

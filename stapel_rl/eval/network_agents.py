@@ -2,8 +2,8 @@
 
 Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]`` and
 ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the
-agents shipped with the package (``stapel_rl.bundled``). Importing this module
-registers both with ``make_agent``.
+agents shipped with the package (``stapel_rl.bundled``); ``make_agent`` builds them
+with ``mcts_from_spec_args`` and ``policy_from_spec_args``.
 """
 
 from __future__ import annotations
@@ -13,13 +13,13 @@ import time
 
 import numpy as np
 
-from stapel_rl.bundled import resolve_checkpoint
 from stapel_rl.env.state import State, take
-from stapel_rl.eval.agents import register_agent
 from stapel_rl.mcts import SearchConfig, SearchOutput, search
-from stapel_rl.mcts.search import masked_softmax
+from stapel_rl.mcts.qtransforms import masked_softmax
 from stapel_rl.mcts.tree import grow
+from stapel_rl.models.checkpoint import load_network
 from stapel_rl.models.evaluator import Evaluator
+from stapel_rl.models.inference import NetworkEvaluator
 
 #: ``num_simulations`` of a search by time with no simulation limit (int32's largest: never reached).
 UNLIMITED = 2**31 - 1
@@ -97,12 +97,7 @@ class PolicyAgent:
 
 def load_evaluator(path: str, device: str = "cpu") -> "tuple[Evaluator, dict]":
     """A ``NetworkEvaluator`` for the network saved in checkpoint ``path``, and the checkpoint."""
-    from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-    from stapel_rl.train.checkpoint import load
-
-    checkpoint = load(resolve_checkpoint(path))
-    net = PolicyValueNet(NetworkConfig(**checkpoint["model_config"]))
-    net.load_state_dict(checkpoint["model"])
+    net, checkpoint = load_network(path)
     return NetworkEvaluator(net, device=device), checkpoint
 
 
@@ -131,7 +126,7 @@ def _number(options: "dict[str, str]", key: str, kind: type) -> "int | float | N
     return value
 
 
-def _mcts(args: "list[str]") -> MCTSAgent:
+def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
     unknown = set(options) - {"sims", "time", "algorithm", "forced"}
     if unknown or options.get("forced", "skip") not in ("skip", "search"):
@@ -153,12 +148,9 @@ def _mcts(args: "list[str]") -> MCTSAgent:
     return MCTSAgent(evaluator, config, seconds=seconds)
 
 
-def _policy(args: "list[str]") -> PolicyAgent:
+def policy_from_spec_args(args: "list[str]") -> PolicyAgent:
     path, options = _options(args, "policy")
     if options:
         raise ValueError(f"policy agents take no options, got {sorted(options)}")
     return PolicyAgent(load_evaluator(path)[0])
 
-
-register_agent("mcts", _mcts)
-register_agent("policy", _policy)

@@ -18,8 +18,12 @@ import glob
 import json
 import pathlib
 import re
+from typing import Iterator
 
 import numpy as np
+import torch
+
+from stapel_rl.cluster import init_ray
 
 from stapel_rl.env import engine
 from stapel_rl.env.variants import Variant
@@ -170,8 +174,6 @@ def run(config: TournamentConfig, out_dir: pathlib.Path, progress=None, ray_addr
 
     todo = jobs(config, games)
     if use_ray:
-        from stapel_rl.eval.ray_tournament import play_jobs_on_ray
-
         for entries in play_jobs_on_ray(config, todo, ray_address):
             for entry in entries:
                 append(entry)
@@ -180,3 +182,26 @@ def run(config: TournamentConfig, out_dir: pathlib.Path, progress=None, ray_addr
     for job in todo:
         play_job(config, job, agents, on_entry=append)
     return games
+
+
+def _play_one_thread(config: TournamentConfig, job: Job) -> "list[dict]":
+    torch.set_num_threads(1)  # one CPU per task, as Ray schedules them
+    return play_job(config, job)
+
+
+def play_jobs_on_ray(config: TournamentConfig, jobs: "list[Job]", address: "str | None" = None
+                     ) -> Iterator["list[dict]"]:
+    """The pairings as Ray tasks, one a pairing: yields each job's game records as its task finishes."""
+    import ray  # the optional extra "ray"
+
+    started = init_ray(address)
+    try:
+        remote = ray.remote(num_cpus=1, max_retries=3)(_play_one_thread)
+        config_ref = ray.put(config)
+        pending = [remote.remote(config_ref, job) for job in jobs]
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            yield ray.get(done[0])
+    finally:
+        if started:
+            ray.shutdown()

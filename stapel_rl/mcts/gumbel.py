@@ -23,35 +23,8 @@ import functools
 
 import numpy as np
 
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, TINY_PRIOR, log_prior, mixed_value, sigma_coefficient
 from stapel_rl.mcts.tree import Tree
-
-NEG_INF = np.float32(-np.inf)
-POS_INF = np.float32(np.inf)
-TINY_PRIOR = np.float32(1e-30)
-SMALLEST = np.finfo(np.float32).smallest_subnormal
-
-
-def log_prior(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-    """Prior logits ``[G, A]`` (log of the stored prior; -inf on illegal actions)."""
-    prior = tree.children_prior[games, nodes]
-    with np.errstate(divide="ignore"):
-        return np.where(tree.legal[games, nodes], np.log(np.maximum(prior, TINY_PRIOR)), NEG_INF).astype(np.float32)
-
-
-def _mixed_value(raw: np.ndarray, total: np.ndarray, visited_prior: np.ndarray, weighted_q: np.ndarray) -> np.ndarray:
-    """The completed Q of unvisited children ``[G]``: raw value and prior-weighted visited Q, mixed by visits.
-
-    ``weighted_q`` is 0 wherever ``visited_prior`` is (priors are >= 0), so
-    dividing by at least the smallest float32 is the guarded division without
-    a slower masked ``np.divide``.
-    """
-    return (raw + total * (weighted_q / np.maximum(visited_prior, SMALLEST))) / (1 + total)
-
-
-def _sigma_coefficient(c_visit: float, c_scale: float, max_visits: np.ndarray) -> np.ndarray:
-    """``(c_visit + max visits) * c_scale`` ``[G]``, in float32 (``max_visits`` float32) as sigma's reference."""
-    return (c_visit + max_visits) * c_scale
-
 
 @functools.lru_cache(maxsize=8)
 def _parent_slots(b: int, n: int) -> np.ndarray:
@@ -156,7 +129,7 @@ class _Visited:
         # bincount sums in float64: a few ulps from a float32 row sum, which only near-ties notice.
         visited_prior = np.bincount(rows, prior, minlength=g).astype(np.float32)
         weighted_q = np.bincount(rows, prior * q, minlength=g).astype(np.float32)
-        mixed = _mixed_value(tree.raw_values.reshape(-1)[node], node_visits - 1, visited_prior, weighted_q)
+        mixed = mixed_value(tree.raw_values.reshape(-1)[node], node_visits - 1, visited_prior, weighted_q)
         # min and max of the completed Q over legal children: the mixed value counts if one is unvisited.
         has_unvisited = np.bincount(rows, minlength=g) < tree.num_legal.reshape(-1)[node]
         low = np.where(has_unvisited, mixed, POS_INF)
@@ -167,7 +140,7 @@ class _Visited:
         max_visits = np.zeros(g, np.float32)
         np.maximum.at(max_visits, rows, counts)
         return cls(rows, flat, q, counts, prior, node_visits, has_unvisited, visited_prior, mixed, low,
-                   np.maximum(high - low, 1e-8), _sigma_coefficient(c_visit, c_scale, max_visits))
+                   np.maximum(high - low, 1e-8), sigma_coefficient(c_visit, c_scale, max_visits))
 
     def sigma(self, q: np.ndarray, rows: "np.ndarray | slice" = slice(None)) -> np.ndarray:
         """sigma of completed Q values ``q`` at nodes ``rows``."""

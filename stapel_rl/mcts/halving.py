@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from stapel_rl.mcts.gumbel import NEG_INF, POS_INF, _mixed_value, _sigma_coefficient, log_prior
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, log_prior, mixed_value, sigma_coefficient
 from stapel_rl.mcts.tree import Tree
 
 
@@ -138,12 +138,12 @@ class Root:
     def _scales(self, tree: Tree) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]":
         """Mixed value, min completed Q, its span (at least 1e-8) and sigma's coefficient, each ``[F]``."""
         total = (tree.node_visits[self.games, 0] - 1).astype(np.float32)
-        mixed = _mixed_value(tree.raw_values[self.games, 0], total, self.visited_prior, self.prior_q.sum(axis=1))
+        mixed = mixed_value(tree.raw_values[self.games, 0], total, self.visited_prior, self.prior_q.sum(axis=1))
         some_unvisited = self.num_visited < self.num_legal
         low, high = self.q_low.min(axis=1), self.q_high.max(axis=1)
         low = np.where(some_unvisited, np.minimum(low, mixed), low)
         high = np.where(some_unvisited, np.maximum(high, mixed), high)
-        coef = _sigma_coefficient(self.c_visit, self.c_scale, self.max_visits.astype(np.float32))
+        coef = sigma_coefficient(self.c_visit, self.c_scale, self.max_visits.astype(np.float32))
         return mixed, low, np.maximum(high - low, 1e-8), coef
 
     def select(self, tree: Tree, simulation: int) -> np.ndarray:

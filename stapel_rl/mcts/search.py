@@ -17,10 +17,10 @@ import torch
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
 from stapel_rl.mcts import gumbel, halving, puct
+from stapel_rl.mcts.qtransforms import NEG_INF, masked_softmax
 from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
-NEG_INF = np.float32(-np.inf)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,15 +94,6 @@ class SearchOutput:
     root_value: np.ndarray
     search_value: np.ndarray
     tree: Tree
-
-
-def masked_softmax(logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """Probabilities ``[B, A]`` over legal actions; rows without legal actions are all 0."""
-    z = np.where(legal, logits, -np.inf)
-    top = np.max(z, axis=1, keepdims=True, initial=-np.inf)
-    e = np.where(legal, np.exp(z - np.where(np.isfinite(top), top, 0)), 0.0)
-    total = e.sum(axis=1, keepdims=True)
-    return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
 
 
 def _expand(

@@ -1,3 +1,5 @@
-from stapel_rl.train.app import main
+"""``python -m stapel_rl.train``: the same as ``stapel-train``."""
+
+from stapel_rl.cli.train import main
 
 main()

@@ -22,22 +22,23 @@ import json
 import pathlib
 import time
 
-import hydra
 import numpy as np
 import torch
-from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig, OmegaConf
+from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from stapel_rl import bundled
-from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
+from stapel_rl.env.render import rgb_array
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
+from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-from stapel_rl.train import checkpoint
+from stapel_rl.models import checkpoint
 from stapel_rl.train.config import register
+from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.replay import ReplayBuffer
 from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
@@ -74,9 +75,6 @@ def selfplay_device(train_device: torch.device) -> torch.device:
 def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
          ) -> "dict[str, float]":
     """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
-    from stapel_rl.cli.sprt import run_sprt
-    from stapel_rl.eval.sprt import SPRT
-
     t = cfg.train
     candidate = PolicyValueNet(net.config)
     candidate.load_state_dict(net.state_dict())
@@ -152,8 +150,6 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                             str(selfplay_device(device)))
                  for i in range(count)]
         if dist.backend == "ray":
-            from stapel_rl.train.distributed import RaySelfPlayActors
-
             workers = RaySelfPlayActors(specs, dist)
         else:
             workers = SelfPlayWorkers(specs)
@@ -166,8 +162,6 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     def weights() -> "dict[str, np.ndarray]":
         """The weights self-play should use now, for the workers."""
         return {k: v.detach().cpu().numpy() for k, v in evaluator.net.state_dict().items()}
-
-    from torch.utils.tensorboard import SummaryWriter
 
     writer = SummaryWriter(str(out_dir / "tb"), purge_step=counters["iteration"] or None)
     if counters["iteration"] == 0:
@@ -258,8 +252,6 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             for key, value in scalars.items():
                 writer.add_scalar(key, value, it)
             if t.image_every and it % t.image_every == 0 and selfplay is not None:
-                from stapel_rl.env.render import rgb_array
-
                 writer.add_image("selfplay/position", rgb_array(selfplay.state, 0), it, dataformats="HWC")
             if games:
                 game_dir = out_dir / "games"
@@ -304,15 +296,3 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     bar.close()
     writer.close()
     return path or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]
-
-
-@hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)
-def main(cfg: DictConfig) -> None:
-    tune_malloc()  # process-wide, so here and not on import
-    out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
-    final = train(cfg, out_dir)
-    print(f"checkpoint: {final}")
-
-
-if __name__ == "__main__":
-    main()

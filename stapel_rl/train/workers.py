@@ -22,11 +22,14 @@ import time
 import traceback
 
 import numpy as np
+import torch
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.env import get_variant
 from stapel_rl.mcts import SearchConfig
+from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.train.replay import Positions
-from stapel_rl.train.selfplay import GameRecord, SelfPlayConfig
+from stapel_rl.train.selfplay import GameRecord, SelfPlay, SelfPlayConfig
 
 
 @dataclasses.dataclass(frozen=True)
@@ -82,12 +85,6 @@ class WorkerPlay:
     """One self-play worker's state: its network copy, evaluator and ``SelfPlay`` (processes and Ray actors)."""
 
     def __init__(self, spec: WorkerSpec, index: int, threads: int = 1) -> None:
-        import torch
-
-        from stapel_rl.env import get_variant
-        from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-        from stapel_rl.train.selfplay import SelfPlay
-
         tune_malloc()  # a process of its own (worker or Ray actor): its allocator, tuned as the CLIs do
         torch.set_num_threads(threads)  # N workers and the learner share the machine
         self.net = PolicyValueNet(NetworkConfig(**spec.model_config))
@@ -102,8 +99,6 @@ class WorkerPlay:
 
         Returns ``(arrays, games, network seconds, seconds)``.
         """
-        import torch
-
         self.net.load_state_dict({k: torch.from_numpy(v) for k, v in weights.items()})
         self.selfplay.version = version
         self.evaluator.reset_stats()

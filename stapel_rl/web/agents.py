@@ -21,8 +21,11 @@ import functools
 import pathlib
 import threading
 
+import yaml
+
 from stapel_rl import bundled
 from stapel_rl.eval.agents import Agent, make_agent
+from stapel_rl.models.checkpoint import load
 
 BASELINES = ("random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4", "classical:time=0.1",
              "classical:time=0.5", "classical:time=1")
@@ -181,8 +184,6 @@ def recorded_variant(path: pathlib.Path) -> "str | None":
     for directory in list(path.parents)[:3]:
         config = directory / ".hydra" / "config.yaml"
         if config.is_file():
-            import yaml
-
             try:
                 name = (yaml.safe_load(config.read_text()) or {}).get("variant", {}).get("name")
             except (OSError, yaml.YAMLError, AttributeError):
@@ -190,8 +191,6 @@ def recorded_variant(path: pathlib.Path) -> "str | None":
             return str(name) if name else None
     if path.stat().st_size > MAX_LABEL_READ_BYTES:
         return None
-    from stapel_rl.train.checkpoint import load
-
     try:
         data = load(path)
     except ValueError:

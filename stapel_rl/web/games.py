@@ -1,7 +1,7 @@
-"""Live games of the web server: one ``PlaySession`` per game, a lock each, a bounded store.
+"""Live games of the web server: one ``Game`` per game, a lock each, a bounded store.
 
-The rules, the move texts and the history (for undo) are ``stapel-play``'s
-``PlaySession``; this module adds what a server needs around it: a start from
+The rules, the move texts and the history (for undo) are those of
+``stapel_rl.eval.game.Game``, which ``stapel-play`` keeps too; this module adds what a server needs around it: a start from
 any position, a lock so that one game's agent move never interleaves with
 another request on the same game, the JSON view the API returns, and a store
 that drops the least recently used games beyond its size.
@@ -13,7 +13,7 @@ import collections
 import secrets
 import threading
 
-from stapel_rl.cli.play import PlaySession
+from stapel_rl.eval.game import Game
 from stapel_rl.env import expand_full_moves, to_fens
 from stapel_rl.env.fen import format_stack
 from stapel_rl.env.notation import parse_move
@@ -21,7 +21,7 @@ from stapel_rl.env.render import status
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import Agent
-from stapel_rl.eval.pdn import RESULTS, write_game
+from stapel_rl.eval.pdn import RESULTS
 
 COLOURS = ("white", "black")
 
@@ -92,7 +92,7 @@ class WebGame:
             raise GameError(f"seed must be a whole number >= 0, got {seed}")
         self.id = secrets.token_hex(8)
         try:
-            self.session = PlaySession(agent, self.variant, human=COLOURS.index(human), seed=seed, start_fen=fen)
+            self.session = Game(agent, self.variant, human=COLOURS.index(human), seed=seed, start_fen=fen)
         except ValueError as problem:
             raise GameError(f"malformed FEN: {problem}") from None
         self.start_fen = to_fens(self.session.start)[0]
@@ -139,7 +139,7 @@ class WebGame:
         names = [self.session.agent.name] * 2
         names[self.session.human] = "Human"
         tags = {"Event": "stapel-serve", "White": names[0], "Black": names[1]}
-        return write_game(self.variant, self.session.actions(), tags, fen=self.start_fen)
+        return self.session.pdn(tags, fen=self.start_fen)
 
     def view(self) -> dict:
         """The API's answer: id, position (board, legal moves and paths), moves so far, result."""

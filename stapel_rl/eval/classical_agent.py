@@ -17,7 +17,6 @@ state it did not plan for is searched from where it stands).
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 import pathlib
 import time
@@ -26,7 +25,7 @@ import warnings
 import numpy as np
 
 from stapel_rl.classical.board import OVER, leap
-from stapel_rl.classical.evaluation import FEATURES
+from stapel_rl.classical.evaluation import FEATURES, read_weights
 from stapel_rl.classical.position import Position, row_path, step_actions
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
 from stapel_rl.env.state import State
@@ -120,45 +119,6 @@ class ClassicalAgent:
             p, q = path[i], path[i + 1]
             leap(h, c, p, int(OVER[p, q]), q)
             self._plans[_plan_key(h, c, pos.side, q, int(OVER[p, q]))] = actions[i + 1]
-
-
-def read_weights(path: "str | pathlib.Path") -> "tuple[np.ndarray, dict]":
-    """``(int64 [len(FEATURES)] weights, metadata)`` of a weights JSON file, strictly checked.
-
-    Unlike ``evaluation.load_weights`` (which lets unnamed features weigh 0)
-    a file named by hand must name every feature: a forgotten one would
-    silently switch a term off. Raises ``ValueError`` saying what is wrong.
-    """
-    path = pathlib.Path(path)
-    try:
-        text = path.read_text()
-    except FileNotFoundError:
-        raise ValueError(f"weights file {str(path)!r} does not exist") from None
-    except (IsADirectoryError, PermissionError, UnicodeDecodeError) as err:
-        raise ValueError(f"weights file {str(path)!r} cannot be read: {err}") from None
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ValueError(f"weights file {str(path)!r} is not valid JSON: {err}") from None
-    expected = '{"metadata": {...}, "weights": {feature: number, ...}}'
-    if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
-        raise ValueError(f"weights file {str(path)!r} has no \"weights\" object; expected {expected}")
-    metadata = data.get("metadata", {})
-    if not isinstance(metadata, dict):
-        raise ValueError(f"weights file {str(path)!r}: \"metadata\" must be an object; expected {expected}")
-    named = data["weights"]
-    unknown = sorted(set(named) - set(FEATURES))
-    missing = [f for f in FEATURES if f not in named]
-    if unknown or missing:
-        problems = ([f"unknown features {unknown}"] if unknown else []) + ([f"missing features {missing}"] if missing else [])
-        raise ValueError(f"weights file {str(path)!r}: {'; '.join(problems)}; the features are {list(FEATURES)}")
-    values = []
-    for f in FEATURES:
-        value = named[f]
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            raise ValueError(f"weights file {str(path)!r}: weight of {f!r} must be a finite number, got {value!r}")
-        values.append(int(round(value)))
-    return np.array(values, dtype=np.int64), metadata
 
 
 def from_spec_args(args: "list[str]") -> ClassicalAgent:

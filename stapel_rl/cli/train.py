@@ -1,0 +1,29 @@
+"""stapel-train: train an agent by self-play (Hydra: ``stapel-train variant=II train.hours=1``).
+
+The configs are ``configs/`` (``stapel_rl.bundled.CONFIG_DIR``); the loop is
+``stapel_rl.train.app.train``. Output goes to Hydra's run directory
+(``runs/<variant>_<time>/``): checkpoints, TensorBoard events, games.
+"""
+
+from __future__ import annotations
+
+import pathlib
+
+import hydra
+from hydra.core.hydra_config import HydraConfig
+from omegaconf import DictConfig
+
+from stapel_rl._malloc import tune_malloc
+from stapel_rl.train.app import CONFIG_DIR, train
+
+
+@hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)
+def main(cfg: DictConfig) -> None:
+    tune_malloc()  # process-wide, so here and not on import
+    out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
+    final = train(cfg, out_dir)
+    print(f"checkpoint: {final}")
+
+
+if __name__ == "__main__":
+    main()

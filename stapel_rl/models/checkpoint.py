@@ -1,0 +1,112 @@
+"""Checkpoints: written atomically, the last k kept, each recording config, step, seed and code version.
+
+The one reader of the format: ``load`` checks a file, ``load_network`` builds
+the network it holds; training, agents, the web board and the scripts all
+go through them.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import pathlib
+import re
+import subprocess
+import tempfile
+from typing import Any
+
+import torch
+
+import stapel_rl
+from stapel_rl.bundled import resolve_checkpoint
+from stapel_rl.models.network import NetworkConfig, PolicyValueNet
+
+_NAME = re.compile(r"^ckpt_(\d+)\.pt$")
+
+
+def code_version() -> str:
+    """Package version plus the git commit (and ``-dirty``) when run from a checkout."""
+    root = pathlib.Path(stapel_rl.__file__).resolve().parent.parent
+    try:
+        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
+                                text=True, timeout=5).stdout.strip()
+        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=5).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        commit, dirty = "", ""
+    return f"{stapel_rl.__version__}+{commit}{'-dirty' if dirty else ''}" if commit else stapel_rl.__version__
+
+
+def atomic_write_bytes(path: "str | os.PathLike", data: bytes) -> None:
+    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
+    path = pathlib.Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        pathlib.Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def save(directory: "str | os.PathLike", step: int, payload: "dict[str, Any]", keep: int = 3) -> pathlib.Path:
+    """Save ``payload`` as ``directory/ckpt_<step>.pt``; keep the newest ``keep``.
+
+    The payload should carry ``code_version`` as it was when the run started
+    (the checkout may change while a long run goes on); it is filled in now otherwise.
+    """
+    directory = pathlib.Path(directory)
+    buffer = io.BytesIO()
+    torch.save({"code_version": code_version(), **payload, "step": int(step)}, buffer)
+    path = directory / f"ckpt_{int(step):08d}.pt"
+    atomic_write_bytes(path, buffer.getvalue())
+    for old in list_checkpoints(directory)[:-keep] if keep > 0 else []:
+        old.unlink(missing_ok=True)
+    return path
+
+
+def list_checkpoints(directory: "str | os.PathLike") -> "list[pathlib.Path]":
+    """Checkpoint files in ``directory``, oldest first."""
+    directory = pathlib.Path(directory)
+    if not directory.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := _NAME.match(p.name))]
+    return [p for _, p in sorted(found)]
+
+
+def load(path: "str | os.PathLike") -> "dict[str, Any]":
+    """Load a checkpoint; a missing, truncated or foreign file raises ``ValueError`` saying so."""
+    path = pathlib.Path(path)
+    if not path.is_file():
+        raise ValueError(f"checkpoint {str(path)!r} does not exist")
+    try:
+        data = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as error:  # torch raises several types for damaged files
+        raise ValueError(f"checkpoint {str(path)!r} is corrupt or truncated ({type(error).__name__}: {error})") from None
+    if not isinstance(data, dict) or "model" not in data or "step" not in data:
+        raise ValueError(f"{str(path)!r} is not a stapel-rl checkpoint (no model weights or step)")
+    return data
+
+
+def load_network(path: "str | os.PathLike") -> "tuple[PolicyValueNet, dict[str, Any]]":
+    """The network saved in checkpoint ``path`` (or a shipped agent's name, ``variant_I``) and the checkpoint."""
+    data = load(resolve_checkpoint(str(path)))
+    net = PolicyValueNet(NetworkConfig(**data["model_config"]))
+    net.load_state_dict(data["model"])
+    return net, data
+
+
+def export(source: "str | os.PathLike", target: "str | os.PathLike") -> "dict[str, Any]":
+    """Copy a training checkpoint without its optimizer and replay buffer (an agent file, a few MB)."""
+    data = load(source)
+    keep = {k: data[k] for k in ("model", "model_config", "config", "counters", "seed", "variant", "step",
+                                 "code_version") if k in data}
+    keep["exported_from"] = str(source)
+    buffer = io.BytesIO()
+    torch.save(keep, buffer)
+    atomic_write_bytes(target, buffer.getvalue())
+    return keep
