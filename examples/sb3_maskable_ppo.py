@@ -45,11 +45,25 @@ def train(variant: str, opponents: "list[str]", timesteps: int, envs: int, n_ste
     def make_env(rank: int):
         return lambda: VersusAgent(StapelEnv(variant), opponent=opponents[rank % len(opponents)], colour="random")
 
-    venv = DummyVecEnv([lambda f=make_env(i): Monitor(f()) for i in range(envs)])
+    def monitored(rank: int):
+        make = make_env(rank)
+        return lambda: Monitor(make())
+
+    venv = DummyVecEnv([monitored(i) for i in range(envs)])
     venv.seed(seed)
     model = MaskablePPO(
-        "MlpPolicy", venv, n_steps=n_steps, batch_size=min(256, n_steps * envs), n_epochs=4, learning_rate=3e-4,
-        gamma=0.99, ent_coef=0.01, policy_kwargs={"net_arch": [256, 256]}, seed=seed, device="cpu", verbose=0,
+        "MlpPolicy",
+        venv,
+        n_steps=n_steps,
+        batch_size=min(256, n_steps * envs),
+        n_epochs=4,
+        learning_rate=3e-4,
+        gamma=0.99,
+        ent_coef=0.01,
+        policy_kwargs={"net_arch": [256, 256]},
+        seed=seed,
+        device="cpu",
+        verbose=0,
     )
     start = time.perf_counter()
     model.learn(total_timesteps=timesteps)
@@ -60,8 +74,15 @@ def train(variant: str, opponents: "list[str]", timesteps: int, envs: int, n_ste
 def score(path: pathlib.Path, variant: str, opponent: str, pairs: int, seed: int) -> str:
     agent = SB3Agent.load(path)
     start, colour = paired_start(variant, opening_fens(variant, pairs))
-    result = play_match(agent, make_agent(opponent), variant, start.batch_size, np.random.default_rng(seed),
-                        start=start, agent_colour=colour)
+    result = play_match(
+        agent,
+        make_agent(opponent),
+        variant,
+        start.batch_size,
+        np.random.default_rng(seed),
+        start=start,
+        agent_colour=colour,
+    )
     low, high = result.pentanomial(np.arange(start.batch_size) % pairs).interval()
     return f"vs {opponent:7s}: {result.summary()}  (95% CI {100 * low:.1f}-{100 * high:.1f}%)"
 

@@ -45,14 +45,16 @@ def shared_policy(env: PettingZooWrapper) -> TensorDictSequential:
     actors = []
     for group in env.group_map:
         logits = TensorDictModule(net, in_keys=[(group, "observation", "observation")], out_keys=[(group, "logits")])
-        actors.append(ProbabilisticActor(
-            logits,
-            in_keys={"logits": (group, "logits"), "mask": (group, "action_mask")},
-            out_keys=[(group, "action")],
-            distribution_class=MaskedCategorical,
-            return_log_prob=True,
-            log_prob_key=(group, "log_prob"),
-        ))
+        actors.append(
+            ProbabilisticActor(
+                logits,
+                in_keys={"logits": (group, "logits"), "mask": (group, "action_mask")},
+                out_keys=[(group, "action")],
+                distribution_class=MaskedCategorical,
+                return_log_prob=True,
+                log_prob_key=(group, "log_prob"),
+            )
+        )
     return TensorDictSequential(*actors)
 
 

@@ -52,8 +52,10 @@ def main() -> None:
         same = float((fast == ref).mean())
         ratios[depth] = ref_s / fast_s
         n = batch.batch_size
-        print(f"  depth {depth}: full width {n / fast_s:8.1f} decisions/s, pruning {n / ref_s:8.1f} decisions/s, "
-              f"speedup {ratios[depth]:.2f}x, same action {100 * same:.0f}% ({n} positions)")
+        print(
+            f"  depth {depth}: full width {n / fast_s:8.1f} decisions/s, pruning {n / ref_s:8.1f} decisions/s, "
+            f"speedup {ratios[depth]:.2f}x, same action {100 * same:.0f}% ({n} positions)"
+        )
     print("bench_alphabeta: speedup " + ", ".join(f"depth {d} {r:.2f}x" for d, r in ratios.items()))
 
 

@@ -130,23 +130,31 @@ def main() -> None:
                 if budget == 1.0:
                     nodes += result.nodes
                     seconds += time.thread_time() - start
-        print(f"Variant {variant}: classical {nodes / seconds:,.0f} nodes/s in 1 s searches "
-              f"({int(nodes):,} nodes, {seconds:.2f} CPU s)")
+        print(
+            f"Variant {variant}: classical {nodes / seconds:,.0f} nodes/s in 1 s searches "
+            f"({int(nodes):,} nodes, {seconds:.2f} CPU s)"
+        )
         for budget, ds in reached.items():
             print(f"  depth completed at {budget:g} s/move: mean {np.mean(ds):.1f}, min {min(ds)}, max {max(ds)}")
         for depth in depths:
             c_nodes, c_seconds = _classical(variant, states, depth)
             ab_positions, ab_seconds = _alphabeta(states, depth)
-            print(f"  depth {depth} on {len(states)} positions: alphabeta {ab_seconds * 1000:.1f} ms "
-                  f"({ab_positions:,} positions, {ab_positions / ab_seconds:,.0f}/s), classical "
-                  f"{c_seconds * 1000:.1f} ms ({c_nodes:,} nodes, {c_nodes / c_seconds:,.0f}/s): "
-                  f"{ab_seconds / c_seconds:.0f}x less time")
-        print(f"  nodes/s ratio (classical 1 s searches / alphabeta:{depths[-1]}): "
-              f"{nodes / seconds / (ab_positions / ab_seconds):.0f}x")
+            print(
+                f"  depth {depth} on {len(states)} positions: alphabeta {ab_seconds * 1000:.1f} ms "
+                f"({ab_positions:,} positions, {ab_positions / ab_seconds:,.0f}/s), classical "
+                f"{c_seconds * 1000:.1f} ms ({c_nodes:,} nodes, {c_nodes / c_seconds:,.0f}/s): "
+                f"{ab_seconds / c_seconds:.0f}x less time"
+            )
+        print(
+            f"  nodes/s ratio (classical 1 s searches / alphabeta:{depths[-1]}): "
+            f"{nodes / seconds / (ab_positions / ab_seconds):.0f}x"
+        )
         totals += (nodes, seconds, ab_positions, ab_seconds)
     nps, ab_rate = totals[0] / totals[1], totals[2] / totals[3]
-    print(f"Overall: classical {nps:,.0f} nodes/s, alphabeta:{depths[-1]} {ab_rate:,.0f} positions/s, "
-          f"ratio {nps / ab_rate:.0f}x")
+    print(
+        f"Overall: classical {nps:,.0f} nodes/s, alphabeta:{depths[-1]} {ab_rate:,.0f} positions/s, "
+        f"ratio {nps / ab_rate:.0f}x"
+    )
 
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     weights, model_config = weights_and_config()
-    spec = WorkerSpec("I", 600, model_config, "auto", SearchConfig(16, "gumbel"), SelfPlayConfig(num_games=128),
-                      (0, 0, 0))
+    spec = WorkerSpec(
+        "I", 600, model_config, "auto", SearchConfig(16, "gumbel"), SelfPlayConfig(num_games=128), (0, 0, 0)
+    )
     results = {}
 
     threads = torch.get_num_threads()
@@ -68,8 +69,12 @@ def main() -> None:
     from stapel_rl.train.workers import Batch
 
     answers: list = []
-    rate, _ = timed(lambda n: answers.append(local.play(weights, 0, n)),
-                    lambda: Batch.join([answers.pop()]), args.positions, args.rounds)
+    rate, _ = timed(
+        lambda n: answers.append(local.play(weights, 0, n)),
+        lambda: Batch.join([answers.pop()]),
+        args.positions,
+        args.rounds,
+    )
     results[f"single process ({threads} torch threads)"] = (rate, [])
 
     for actors in (1, 2):
@@ -78,13 +83,16 @@ def main() -> None:
         try:
             pool.pids()  # started
             results[f"{actors} Ray actor{'s' if actors > 1 else ''}"] = timed(
-                lambda n: pool.request(weights, n), pool.collect, args.positions, args.rounds)
+                lambda n, pool=pool: pool.request(weights, n), pool.collect, args.positions, args.rounds
+            )
         finally:
             pool.close()
 
     base = next(iter(results.values()))[0]
-    print(f"self-play positions/s, {args.rounds} x {args.positions} positions after a warm-up "
-          f"(Variant I, gumbel 16 sims, 128 games, small network):")
+    print(
+        f"self-play positions/s, {args.rounds} x {args.positions} positions after a warm-up "
+        f"(Variant I, gumbel 16 sims, 128 games, small network):"
+    )
     for name, (rate, per_worker) in results.items():
         each = ", each " + ", ".join(f"{r:,.0f}" for r in per_worker) if per_worker else ""
         print(f"  {name:32s} {rate:8,.0f} pos/s  ({rate / base:.2f}x{each})")

@@ -178,8 +178,10 @@ def main() -> None:
     rng = np.random.default_rng(args.seed)
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     print("stapel_rl engine benchmark: random legal play, autoreset, validate=False")
-    print(f"date {datetime.datetime.now().isoformat(timespec='seconds')} | python {platform.python_version()} "
-          f"| numpy {np.__version__} | CPUs {os.cpu_count()} ({cpus} usable) | {platform.machine()}")
+    print(
+        f"date {datetime.datetime.now().isoformat(timespec='seconds')} | python {platform.python_version()} "
+        f"| numpy {np.__version__} | CPUs {os.cpu_count()} ({cpus} usable) | {platform.machine()}"
+    )
     print(f"{args.seconds:g} s per configuration; steps = actions (moves or leaps) applied to live games")
 
     pool_size = max(max(args.batch_sizes), 1024)
@@ -187,12 +189,13 @@ def main() -> None:
     for name in args.variants:
         t0 = time.perf_counter()
         pools[name] = midgame_pool(VARIANTS[name], pool_size, rng)
-        print(f"variant {name}: mid-game pool of {pools[name].batch_size} positions, mean ply "
-              f"{pools[name].ply.mean():.1f}, built in {time.perf_counter() - t0:.2f} s")
+        print(
+            f"variant {name}: mid-game pool of {pools[name].batch_size} positions, mean ply "
+            f"{pools[name].ply.mean():.1f}, built in {time.perf_counter() - t0:.2f} s"
+        )
     bench_samplers(pools[args.variants[0]].legal_action_mask, args.batch_sizes, rng)
 
-    print(f"\n{'variant':>7} {'from':>6} {'batch':>6} {'batch steps':>11} {'engine steps/s':>15} "
-          f"{'total steps/s':>14}")
+    print(f"\n{'variant':>7} {'from':>6} {'batch':>6} {'batch steps':>11} {'engine steps/s':>15} {'total steps/s':>14}")
     results = {}
     for name in args.variants:
         for kind, source in (("start", init(VARIANTS[name], 1)), ("mid", pools[name])):
@@ -204,17 +207,23 @@ def main() -> None:
     print()
     spiel = bench_openspiel(args.seconds)
     if spiel is None:
-        print("OpenSpiel (pyspiel) is not importable, comparison skipped. "
-              'Install it with: pip install -e ".[bench]"   (or: pip install open_spiel)')
+        print(
+            "OpenSpiel (pyspiel) is not importable, comparison skipped. "
+            'Install it with: pip install -e ".[bench]"   (or: pip install open_spiel)'
+        )
         return
-    print(f"OpenSpiel {metadata.version('open_spiel')} {OPENSPIEL_GAME}, one game at a time from Python: "
-          f"{spiel:,.0f} steps/s")
+    print(
+        f"OpenSpiel {metadata.version('open_spiel')} {OPENSPIEL_GAME}, one game at a time from Python: "
+        f"{spiel:,.0f} steps/s"
+    )
     big = 4096 if 4096 in args.batch_sizes else max(args.batch_sizes)
     for name in args.variants:
         for kind in ("start", "mid"):
             r = results[name, kind, big]
-            print(f"  ratio stapel_rl {name:>2} {kind:>5} B={big} / OpenSpiel: total {r['total'] / spiel:5.2f}x, "
-                  f"engine only {r['engine'] / spiel:5.2f}x")
+            print(
+                f"  ratio stapel_rl {name:>2} {kind:>5} B={big} / OpenSpiel: total {r['total'] / spiel:5.2f}x, "
+                f"engine only {r['engine'] / spiel:5.2f}x"
+            )
 
 
 if __name__ == "__main__":

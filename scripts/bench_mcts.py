@@ -49,14 +49,23 @@ def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> flo
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--model", default="small", choices=sorted(PRESETS), help="network size (default: the default config's)")
+    parser.add_argument(
+        "--model", default="small", choices=sorted(PRESETS), help="network size (default: the default config's)"
+    )
     parser.add_argument("--net-batch", type=int, default=512, help="games searched at once with the network")
     parser.add_argument("--net-sims", type=int, default=32, help="simulations per search with the network")
-    parser.add_argument("--layout", default="grid", choices=["grid", "compact"],
-                        help="the fast network's input layout (default: the default config's)")
-    parser.add_argument("--forced-rounds", type=int, default=2,
-                        help="forced actions a search node plays on through at most (self-play's "
-                             "mcts.forced_rounds; -1: no cap)")
+    parser.add_argument(
+        "--layout",
+        default="grid",
+        choices=["grid", "compact"],
+        help="the fast network's input layout (default: the default config's)",
+    )
+    parser.add_argument(
+        "--forced-rounds",
+        type=int,
+        default=2,
+        help="forced actions a search node plays on through at most (self-play's mcts.forced_rounds; -1: no cap)",
+    )
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
     args = parser.parse_args()
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
@@ -77,8 +86,12 @@ def main() -> None:
 
     print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
     state = midgame(args.net_batch, 20, rng)
-    reference = NetworkEvaluator(PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout="grid")),
-                                 device="cpu", precision="fp32", fold=False)
+    reference = NetworkEvaluator(
+        PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout="grid")),
+        device="cpu",
+        precision="fp32",
+        fold=False,
+    )
     net = PolicyValueNet(dataclasses.replace(PRESETS[args.model], layout=args.layout))
     evaluator = NetworkEvaluator(net, device="cpu")
     shape = "10x10" if args.layout == "grid" else "10x5"
@@ -90,8 +103,10 @@ def main() -> None:
         print(f"{name:>16}: positions/s {e.positions_per_second:,.0f}")
     print(f"parameters {sum(p.numel() for p in net.parameters()):,}")
 
-    print(f"\n3. search with the fast network '{args.model}': B={args.net_batch}, {args.net_sims} simulations, "
-          f"forced rounds {rounds}")
+    print(
+        f"\n3. search with the fast network '{args.model}': B={args.net_batch}, {args.net_sims} simulations, "
+        f"forced rounds {rounds}"
+    )
     for algorithm in ("puct", "gumbel"):
         config = SearchConfig(args.net_sims, algorithm, forced_rounds=rounds)
         out = search(state, evaluator, config, rng)

@@ -51,8 +51,9 @@ def default_model() -> "tuple[str, str]":
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
         cfg = compose(config_name="config")
     fields = {k: v for k, v in cfg.model.items() if k not in ("points_head", "layout")}
-    return next(name for name, preset in PRESETS.items()
-                if all(getattr(preset, k) == v for k, v in fields.items())), cfg.model.layout
+    return next(
+        name for name, preset in PRESETS.items() if all(getattr(preset, k) == v for k, v in fields.items())
+    ), cfg.model.layout
 
 
 def paths(size: str) -> "dict[str, NetworkEvaluator]":
@@ -86,16 +87,21 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=512)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--checkpoint", default=None,
-                        help="trained network of the default config's size and layout, for the accuracy check")
+    parser.add_argument(
+        "--checkpoint",
+        default=None,
+        help="trained network of the default config's size and layout, for the accuracy check",
+    )
     args = parser.parse_args()
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     torch.set_num_threads(args.threads)
     state = random_positions("I", args.batch, 30, np.random.default_rng(0))
     fast_precision = NetworkEvaluator(PolicyValueNet("tiny"), "cpu").precision
-    print(f"bench_net | torch {torch.__version__}, {torch.get_num_threads()} threads, "
-          f"CPU capability {torch.backends.cpu.get_cpu_capability()}, fast path precision {fast_precision} | "
-          f"batch {args.batch} positions after 30 random plies")
+    print(
+        f"bench_net | torch {torch.__version__}, {torch.get_num_threads()} threads, "
+        f"CPU capability {torch.backends.cpu.get_cpu_capability()}, fast path precision {fast_precision} | "
+        f"batch {args.batch} positions after 30 random plies"
+    )
 
     trained_size, layout = default_model()
     new_path = "fast" if layout == "compact" else "bf16 grid"  # what self-play runs with the default config
@@ -107,18 +113,28 @@ def main() -> None:
             print(f"{size:>8} {name:>13} {rate:>12,.0f} {rate / rates[size]['fp32 grid']:>12.2f}x", flush=True)
 
     net, _ = load_network(args.checkpoint or TRAINED[layout])
-    same_size = (net.config.blocks, net.config.channels) == (PRESETS[trained_size].blocks, PRESETS[trained_size].channels)
+    same_size = (net.config.blocks, net.config.channels) == (
+        PRESETS[trained_size].blocks,
+        PRESETS[trained_size].channels,
+    )
     accuracy = compare(net, state, precision="auto")
-    print(f"\naccuracy of the fast path against fp32, trained weights {args.checkpoint or TRAINED[layout]} "
-          f"({net.config.blocks}x{net.config.channels}, {net.config.layout}{'' if same_size else ', NOT the default size'}):")
-    print(f"max |dvalue| {accuracy['max_dvalue']:.4f}, mean |dvalue| {accuracy['mean_dvalue']:.4f}, "
-          f"mean policy KL {accuracy['mean_kl']:.2e}, max policy KL {accuracy['max_kl']:.2e}, "
-          f"same best move {100 * accuracy['same_argmax']:.1f}%")
+    print(
+        f"\naccuracy of the fast path against fp32, trained weights {args.checkpoint or TRAINED[layout]} "
+        f"({net.config.blocks}x{net.config.channels}, {net.config.layout}"
+        f"{'' if same_size else ', NOT the default size'}):"
+    )
+    print(
+        f"max |dvalue| {accuracy['max_dvalue']:.4f}, mean |dvalue| {accuracy['mean_dvalue']:.4f}, "
+        f"mean policy KL {accuracy['mean_kl']:.2e}, max policy KL {accuracy['max_kl']:.2e}, "
+        f"same best move {100 * accuracy['same_argmax']:.1f}%"
+    )
     r = rates.get(trained_size) or measure(paths(trained_size), state, args.rounds, max(2, 4096 // args.batch))
-    print(f"\nbench_net: speedup {r[new_path] / r['fp32 grid']:.2f}x (new {r[new_path]:,.0f} pos/s, "
-          f"fp32 10x10 {r['fp32 grid']:,.0f} pos/s, max |dvalue| {accuracy['max_dvalue']:.4f}, "
-          f"mean policy KL {accuracy['mean_kl']:.2e}) [size {trained_size}, {layout} layout, as the default config "
-          f"trains; compact fast path {r['fast'] / r['fp32 grid']:.2f}x]")
+    print(
+        f"\nbench_net: speedup {r[new_path] / r['fp32 grid']:.2f}x (new {r[new_path]:,.0f} pos/s, "
+        f"fp32 10x10 {r['fp32 grid']:,.0f} pos/s, max |dvalue| {accuracy['max_dvalue']:.4f}, "
+        f"mean policy KL {accuracy['mean_kl']:.2e}) [size {trained_size}, {layout} layout, as the default config "
+        f"trains; compact fast path {r['fast'] / r['fp32 grid']:.2f}x]"
+    )
 
 
 if __name__ == "__main__":

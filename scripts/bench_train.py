@@ -30,9 +30,16 @@ def batches(layout: str, size: int, count: int, rng: np.random.Generator) -> "li
     obs, mask = encode(state, layout), canonical_mask(state)
     policy = (mask / mask.sum(1, keepdims=True)).astype(np.float32)
     value = rng.choice([-1.0, 1.0], size * count).astype(np.float32)
-    return [TrainingBatch(obs[i * size:(i + 1) * size], mask[i * size:(i + 1) * size],
-                          policy[i * size:(i + 1) * size], value[i * size:(i + 1) * size],
-                          np.zeros(size, np.float32)) for i in range(count)]
+    return [
+        TrainingBatch(
+            obs[i * size : (i + 1) * size],
+            mask[i * size : (i + 1) * size],
+            policy[i * size : (i + 1) * size],
+            value[i * size : (i + 1) * size],
+            np.zeros(size, np.float32),
+        )
+        for i in range(count)
+    ]
 
 
 def main() -> None:

@@ -46,8 +46,11 @@ def main() -> None:
             result = play_match(agent, make_agent(name), args.variant, args.games, np.random.default_rng(0))
             row[name] = result.score
         rows.append(row)
-        print(f"iteration {row['iteration']:>4}: vs random {100 * row['random']:.1f}%, "
-              f"vs greedy {100 * row['greedy']:.1f}%", flush=True)
+        print(
+            f"iteration {row['iteration']:>4}: vs random {100 * row['random']:.1f}%, "
+            f"vs greedy {100 * row['greedy']:.1f}%",
+            flush=True,
+        )
     out = pathlib.Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     with out.with_suffix(".csv").open("w", newline="") as f:
@@ -58,8 +61,13 @@ def main() -> None:
     fig, ax = plt.subplots(figsize=(6.5, 4))
     its = [r["iteration"] for r in rows]
     for name, colour in (("random", "tab:blue"), ("greedy", "tab:orange")):
-        ax.plot(its, [100 * r[name] for r in rows], "o-", color=colour,
-                label=f"vs {name}: sims={args.sims}, no noise, {args.games} games")
+        ax.plot(
+            its,
+            [100 * r[name] for r in rows],
+            "o-",
+            color=colour,
+            label=f"vs {name}: sims={args.sims}, no noise, {args.games} games",
+        )
     if args.tb:
         from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -69,8 +77,14 @@ def main() -> None:
             tag = f"eval/score_vs_{name}"
             if tag in events.Tags()["scalars"]:
                 points = events.Scalars(tag)
-                ax.plot([e.step for e in points], [100 * e.value for e in points], ":", color=colour, alpha=0.7,
-                        label=f"vs {name}: in-training eval (TensorBoard, with Gumbel noise)")
+                ax.plot(
+                    [e.step for e in points],
+                    [100 * e.value for e in points],
+                    ":",
+                    color=colour,
+                    alpha=0.7,
+                    label=f"vs {name}: in-training eval (TensorBoard, with Gumbel noise)",
+                )
     ax.axhline(95, color="tab:blue", lw=0.6, ls="--")
     ax.axhline(75, color="tab:orange", lw=0.6, ls="--")
     ax.set_xlabel("training iteration (4096 self-play positions each)")

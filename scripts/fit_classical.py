@@ -74,9 +74,8 @@ from scipy.optimize import minimize, minimize_scalar
 from scipy.special import expit, log_expit
 
 from stapel_rl.classical import FEATURES, Position, Searcher, features
-from stapel_rl.classical.evaluation import read_weights
 from stapel_rl.classical.board import MOVE_WIDTH, points
-from stapel_rl.classical.evaluation import weights_path
+from stapel_rl.classical.evaluation import read_weights, weights_path
 from stapel_rl.classical.movegen import MAX_MOVES, generate, new_move_buffer, new_scratch
 from stapel_rl.env import initial_fen
 from stapel_rl.env.variants import Variant, get_variant
@@ -106,7 +105,7 @@ class Games:
 def _row(path: "list[int]") -> np.ndarray:
     row = np.zeros(MOVE_WIDTH, np.int8)
     row[0] = len(path)
-    row[1:1 + len(path)] = path
+    row[1 : 1 + len(path)] = path
     return row
 
 
@@ -118,8 +117,15 @@ def _end_score(variant: Variant, pos: Position) -> float:
     return float(pos.side == 1)  # the side to move loses
 
 
-def play_game(variant: Variant, searcher: Searcher, rng: np.random.Generator, nodes: int, opening_plies: int,
-              epsilon: float, jitter: float) -> "tuple[list[np.ndarray], list[int], float, int]":
+def play_game(
+    variant: Variant,
+    searcher: Searcher,
+    rng: np.random.Generator,
+    nodes: int,
+    opening_plies: int,
+    epsilon: float,
+    jitter: float,
+) -> "tuple[list[np.ndarray], list[int], float, int]":
     """One self-play game: ``(features of quiet positions, their sides to move, White's score, plies)``."""
     buffer, scratch = new_move_buffer(1)[0], new_scratch()
     while True:  # a random opening that ends the game is replayed
@@ -154,9 +160,19 @@ def play_game(variant: Variant, searcher: Searcher, rng: np.random.Generator, no
         pos = pos.after(row)
 
 
-def play_games(variant: Variant, weights: np.ndarray, num_games: int, seed: int, nodes: int, opening_plies: int,
-               epsilon: float, jitter: float, first_game: int = 0, desc: str = "games",
-               progress: bool = True) -> Games:
+def play_games(
+    variant: Variant,
+    weights: np.ndarray,
+    num_games: int,
+    seed: int,
+    nodes: int,
+    opening_plies: int,
+    epsilon: float,
+    jitter: float,
+    first_game: int = 0,
+    desc: str = "games",
+    progress: bool = True,
+) -> Games:
     """``num_games`` self-play games with ``weights``; game ``first_game + i`` uses seed ``(seed, that index)``."""
     from tqdm import tqdm
 
@@ -221,8 +237,13 @@ def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-4, intercept: "int
         grad = xs.T @ (expit(z) - y) / len(y) + l2 * np.where(penalised, b, 0.0)
         return float(loss), grad
 
-    res = minimize(objective, np.zeros(xs.shape[1]), jac=True, method="L-BFGS-B",
-                   options={"maxiter": 2000, "gtol": 1e-10, "ftol": 1e-14})
+    res = minimize(
+        objective,
+        np.zeros(xs.shape[1]),
+        jac=True,
+        method="L-BFGS-B",
+        options={"maxiter": 2000, "gtol": 1e-10, "ftol": 1e-14},
+    )
     b_std = res.x
     beta = b_std / std
     if intercept is not None:
@@ -279,14 +300,21 @@ def to_centimen(beta: np.ndarray, fallback_scale: "float | None" = None) -> "tup
         return np.round(beta * MATERIAL_UNIT / beta[MATERIAL]).astype(np.int64), "material"
     if fallback_scale is not None and fallback_scale > 0:
         return np.round(beta / fallback_scale).astype(np.int64), "played"
-    raise RuntimeError(f"the fitted material coefficient is {beta[MATERIAL]:.3g}, not positive: the games "
-                       "do not reward material, so it cannot be the unit (play more or longer games)")
+    raise RuntimeError(
+        f"the fitted material coefficient is {beta[MATERIAL]:.3g}, not positive: the games "
+        "do not reward material, so it cannot be the unit (play more or longer games)"
+    )
 
 
 def git_commit() -> str:
     try:
-        out = subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10,
-                             cwd=pathlib.Path(__file__).resolve().parent)
+        out = subprocess.run(
+            ["git", "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            cwd=pathlib.Path(__file__).resolve().parent,
+        )
         return out.stdout.strip() if out.returncode == 0 and out.stdout.strip() else "unknown"
     except (OSError, subprocess.SubprocessError):
         return "unknown"
@@ -306,26 +334,31 @@ def write_json_atomic(path: pathlib.Path, data: dict) -> None:
         raise
 
 
-def evaluate_split(data: Games, holdout: int, weights: "dict[str, np.ndarray]", l2: float
-                   ) -> "tuple[np.ndarray, dict]":
+def evaluate_split(data: Games, holdout: int, weights: "dict[str, np.ndarray]", l2: float) -> "tuple[np.ndarray, dict]":
     """Fit on the training games; log-losses on the held-out ones. Returns ``(beta, centi-men weights, figures)``;
     ``weights`` must hold ``played``, the weights the games were played with."""
     test = data.game % holdout == 0 if holdout > 1 else np.zeros(data.y.size, bool)
     train = ~test
     if train.sum() < len(FEATURES) or (holdout > 1 and test.sum() == 0):
-        raise RuntimeError(f"too few positions to fit ({int(train.sum())} training, {int(test.sum())} held out): "
-                           "play more games")
+        raise RuntimeError(
+            f"too few positions to fit ({int(train.sum())} training, {int(test.sum())} held out): play more games"
+        )
     beta = fit_logistic(data.x[train], data.y[train], l2)
     fitted, unit = to_centimen(beta, best_scale(weights["played"], data.x[train], data.y[train]))
     candidates = dict(weights, fitted=fitted)
     kept = independent_columns(data.x[train])
-    figures: dict = {"train_positions": int(train.sum()), "heldout_positions": int(test.sum()),
-                     "not_identified": [f for i, f in enumerate(FEATURES) if not kept[i] and i != INTERCEPT],
-                     "unit": ("material = 100" if unit == "material" else
-                              "material not positive: the played weights' scale")}
+    figures: dict = {
+        "train_positions": int(train.sum()),
+        "heldout_positions": int(test.sum()),
+        "not_identified": [f for i, f in enumerate(FEATURES) if not kept[i] and i != INTERCEPT],
+        "unit": ("material = 100" if unit == "material" else "material not positive: the played weights' scale"),
+    }
     if unit != "material":
-        print(f"warning: the fitted material coefficient is {beta[MATERIAL]:.3g}; kept the played weights' "
-              "scale instead of material = 100", file=sys.stderr)
+        print(
+            f"warning: the fitted material coefficient is {beta[MATERIAL]:.3g}; kept the played weights' "
+            "scale instead of material = 100",
+            file=sys.stderr,
+        )
     xt, yt = (data.x[test], data.y[test]) if test.any() else (data.x[train], data.y[train])
     rate = float(np.clip(data.y[train].mean(), 1e-6, 1 - 1e-6))
     figures["logloss_heldout_constant"] = round(log_loss(np.full(yt.size, np.log(rate / (1 - rate))), yt), 5)
@@ -348,8 +381,12 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--holdout", type=int, default=5, help="every this-th game is held out (1: none)")
     parser.add_argument("--l2", type=float, default=1e-4, help="L2 penalty on the standardised coefficients")
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--start", type=pathlib.Path, default=None,
-                        help="weights to play round 1 with (default: the variant's packaged file)")
+    parser.add_argument(
+        "--start",
+        type=pathlib.Path,
+        default=None,
+        help="weights to play round 1 with (default: the variant's packaged file)",
+    )
     parser.add_argument("--out", type=pathlib.Path, required=True, help="the fitted weights JSON to write")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
@@ -362,8 +399,10 @@ def main(argv: "list[str] | None" = None) -> int:
         return 2
     out = args.out
     stem = out.name[:-5] if out.name.endswith(".json") else out.name
-    initial = {"metadata": dict(copy.deepcopy(start_meta), source=str(start_path)),
-               "weights": {f: int(w) for f, w in zip(FEATURES, weights)}}
+    initial = {
+        "metadata": dict(copy.deepcopy(start_meta), source=str(start_path)),
+        "weights": {f: int(w) for f, w in zip(FEATURES, weights, strict=True)},
+    }
     write_json_atomic(out.with_name(f"{stem}.initial.json"), initial)
     commit = git_commit()
     command = " ".join(["python", "scripts/fit_classical.py", *(argv if argv is not None else sys.argv[1:])])
@@ -372,12 +411,23 @@ def main(argv: "list[str] | None" = None) -> int:
     start_weights = weights
     for r in range(1, args.rounds + 1):
         t0 = time.perf_counter()
-        games = play_games(variant, weights, args.games, args.seed, args.nodes, args.opening_plies, args.epsilon,
-                           args.jitter, first_game=(r - 1) * args.games, desc=f"round {r}/{args.rounds}",
-                           progress=not args.no_progress)
+        games = play_games(
+            variant,
+            weights,
+            args.games,
+            args.seed,
+            args.nodes,
+            args.opening_plies,
+            args.epsilon,
+            args.jitter,
+            first_game=(r - 1) * args.games,
+            desc=f"round {r}/{args.rounds}",
+            progress=not args.no_progress,
+        )
         data = merge(data, games)
-        beta, fitted, figures = evaluate_split(data, args.holdout, {"initial": start_weights, "played": weights},
-                                               args.l2)
+        beta, fitted, figures = evaluate_split(
+            data, args.holdout, {"initial": start_weights, "played": weights}, args.l2
+        )
         record = {
             "round": r,
             "games": games.num_games,
@@ -385,7 +435,7 @@ def main(argv: "list[str] | None" = None) -> int:
             "white_score": round(float(games.white_scores.mean()), 4),
             "mean_plies": round(float(games.plies.mean()), 1),
             "truncated": int((games.plies >= variant.ply_cap).sum()),
-            "played_with": {f: int(w) for f, w in zip(FEATURES, weights)},
+            "played_with": {f: int(w) for f, w in zip(FEATURES, weights, strict=True)},
             "fitted_on_games": data.num_games,
             **figures,
             "seconds": round(time.perf_counter() - t0, 1),
@@ -395,13 +445,15 @@ def main(argv: "list[str] | None" = None) -> int:
             "variant": variant.name,
             "status": "fitted",
             "description": "logistic regression of game results on stapel_rl.classical.features, "
-                           f"scaled to centi-men (material = {MATERIAL_UNIT}); see docs/classical.md",
-            "procedure": (f"{r} round(s) of {args.games} self-play games of the classical searcher at "
-                          f"nodes={args.nodes} (budget jitter {args.jitter}, epsilon {args.epsilon}, 2-"
-                          f"{args.opening_plies} random opening moves), each round playing with the previous "
-                          f"round's weights; quiet positions labelled with the result for the side to move "
-                          f"(1/0.5/0); L2-regularised (l2={args.l2}) logistic regression on the positions of "
-                          f"all rounds, every {args.holdout}-th game held out"),
+            f"scaled to centi-men (material = {MATERIAL_UNIT}); see docs/classical.md",
+            "procedure": (
+                f"{r} round(s) of {args.games} self-play games of the classical searcher at "
+                f"nodes={args.nodes} (budget jitter {args.jitter}, epsilon {args.epsilon}, 2-"
+                f"{args.opening_plies} random opening moves), each round playing with the previous "
+                f"round's weights; quiet positions labelled with the result for the side to move "
+                f"(1/0.5/0); L2-regularised (l2={args.l2}) logistic regression on the positions of "
+                f"all rounds, every {args.holdout}-th game held out"
+            ),
             "command": command,
             "games": data.num_games,
             "positions": int(data.y.size),
@@ -409,20 +461,27 @@ def main(argv: "list[str] | None" = None) -> int:
             "nodes": args.nodes,
             "rounds": r,
             "commit": commit,
-            "logistic_coefficients": {f: float(f"{b:.6g}") for f, b in zip(FEATURES, beta)},
+            "logistic_coefficients": {f: float(f"{b:.6g}") for f, b in zip(FEATURES, beta, strict=True)},
             **{k: v for k, v in figures.items() if k.startswith("logloss")},
             "history": history,
         }
-        result = {"metadata": metadata, "weights": {f: int(w) for f, w in zip(FEATURES, fitted)}}
+        result = {"metadata": metadata, "weights": {f: int(w) for f, w in zip(FEATURES, fitted, strict=True)}}
         write_json_atomic(out.with_name(f"{stem}.round{r}.json"), result)
         write_json_atomic(out, result)
-        print(f"round {r}: {games.num_games} games ({games.y.size} positions, white {record['white_score']:.3f}, "
-              f"{record['mean_plies']} plies), fitted on {data.num_games} games; held-out log-loss "
-              f"constant {figures['logloss_heldout_constant']:.4f}, initial {figures['logloss_heldout_initial']:.4f}, "
-              f"played {figures['logloss_heldout_played']:.4f}, fitted {figures['logloss_heldout_fitted']:.4f}; "
-              f"{record['seconds']:.0f} s", file=sys.stderr, flush=True)
-        print("  weights " + ", ".join(f"{f}={int(w)}" for f, w in zip(FEATURES, fitted)), file=sys.stderr,
-              flush=True)
+        print(
+            f"round {r}: {games.num_games} games ({games.y.size} positions, white {record['white_score']:.3f}, "
+            f"{record['mean_plies']} plies), fitted on {data.num_games} games; held-out log-loss "
+            f"constant {figures['logloss_heldout_constant']:.4f}, initial {figures['logloss_heldout_initial']:.4f}, "
+            f"played {figures['logloss_heldout_played']:.4f}, fitted {figures['logloss_heldout_fitted']:.4f}; "
+            f"{record['seconds']:.0f} s",
+            file=sys.stderr,
+            flush=True,
+        )
+        print(
+            "  weights " + ", ".join(f"{f}={int(w)}" for f, w in zip(FEATURES, fitted, strict=True)),
+            file=sys.stderr,
+            flush=True,
+        )
         weights = fitted
     print(out)
     return 0

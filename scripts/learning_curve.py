@@ -30,8 +30,15 @@ from stapel_rl.eval.tournament import TournamentConfig, load_results, run
 from stapel_rl.models.checkpoint import code_version, list_checkpoints, load
 
 #: Anchors from random play to the classical engine at 1 s a move, so that the scale does not saturate.
-DEFAULT_LADDER = ["random", "greedy", "alphabeta:2", "alphabeta:4", "classical:time=0.05", "classical:time=0.25",
-                  "classical:time=1"]
+DEFAULT_LADDER = [
+    "random",
+    "greedy",
+    "alphabeta:2",
+    "alphabeta:4",
+    "classical:time=0.05",
+    "classical:time=0.25",
+    "classical:time=1",
+]
 
 
 def hours(path: pathlib.Path) -> float:
@@ -63,13 +70,21 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, rows in curves.items():
         hours = [r["hours"] for r in rows]
-        line, = ax.plot(hours, [r["elo"] for r in rows], marker="o", ms=4, label=name)
-        ax.fill_between(hours, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(),
-                        alpha=0.2)
+        (line,) = ax.plot(hours, [r["elo"] for r in rows], marker="o", ms=4, label=name)
+        ax.fill_between(
+            hours, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(), alpha=0.2
+        )
     for row in ladder:
         ax.axhline(row["elo"], color="grey", ls="--", lw=0.8)
-        ax.annotate(row["player"], (0, row["elo"]), xytext=(2, 2), textcoords="offset points", color="grey",
-                    fontsize=8, xycoords=("axes fraction", "data"))
+        ax.annotate(
+            row["player"],
+            (0, row["elo"]),
+            xytext=(2, 2),
+            textcoords="offset points",
+            color="grey",
+            fontsize=8,
+            xycoords=("axes fraction", "data"),
+        )
     ax.set_xlabel("training wall-clock (hours)")
     ax.set_ylabel("Elo (alphabeta:2 = 0), 95% interval")
     ax.set_title(f"Variant {variant}: strength against training time")
@@ -94,8 +109,11 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--labels", nargs="+", default=None, help="legend names of the runs (default: folder names)")
     parser.add_argument("--out", default=None, help="results folder (default tournaments/learning_curve_<variant>)")
     parser.add_argument("--plot", default=None, help="figure (default docs/learning_curve_<variant>.png)")
-    parser.add_argument("--ray", action="store_true",
-                        help="play the pairings as Ray tasks (a local Ray uses every core; pip install -e '.[ray]')")
+    parser.add_argument(
+        "--ray",
+        action="store_true",
+        help="play the pairings as Ray tasks (a local Ray uses every core; pip install -e '.[ray]')",
+    )
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out or f"tournaments/learning_curve_{args.variant}")
     figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
@@ -105,7 +123,7 @@ def main(argv: "list[str] | None" = None) -> int:
         if args.labels and len(args.labels) != len(args.runs):
             raise ValueError(f"--labels names {len(args.labels)} curves for {len(args.runs)} runs")
         labels = args.labels or [pathlib.Path(r).name for r in args.runs]
-        points = {label: snapshots(pathlib.Path(r), args.every) for label, r in zip(labels, args.runs)}
+        points = {label: snapshots(pathlib.Path(r), args.every) for label, r in zip(labels, args.runs, strict=True)}
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -113,16 +131,24 @@ def main(argv: "list[str] | None" = None) -> int:
     players = list(args.ladder) + list(specs)
     n = len(args.ladder)
     # The ladder among itself (fixes its spacing), then every snapshot against every ladder member.
-    schedule = [(i, j) for i in range(n) for j in range(i + 1, n)] + [(k, i) for k in range(n, len(players))
-                                                                       for i in range(n)]
+    schedule = [(i, j) for i in range(n) for j in range(i + 1, n)] + [
+        (k, i) for k in range(n, len(players)) for i in range(n)
+    ]
     config = TournamentConfig(players, get_variant(args.variant), args.pairs, seed=args.seed, schedule=schedule)
     with tqdm(total=2 * args.pairs * len(schedule), desc="games", unit="game") as bar:
         bar.update(len(load_results(out / "games.jsonl")))
         games = run(config, out, progress=bar, use_ray=args.ray)
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]
-    ratings = rate(players, [index[g["white"]] for g in games], [index[g["black"]] for g in games],
-                   [g["white_score"] for g in games], [g["pair"] for g in games], anchor=args.anchor, seed=args.seed)
+    ratings = rate(
+        players,
+        [index[g["white"]] for g in games],
+        [index[g["black"]] for g in games],
+        [g["white_score"] for g in games],
+        [g["pair"] for g in games],
+        anchor=args.anchor,
+        seed=args.seed,
+    )
     rows = {r["player"]: r for r in ratings.to_rows()}
     curves: "dict[str, list[dict]]" = {}
     for spec, (name, hours) in specs.items():
@@ -134,11 +160,25 @@ def main(argv: "list[str] | None" = None) -> int:
     for name, rows_ in curves.items():
         print(f"run {name}:")
         for r in sorted(rows_, key=lambda r: r["hours"]):
-            print(f"  {r['hours']:5.2f} h  {r['elo']:+6.0f} [{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]  "
-                  f"score {100 * r['score']:.0f}% of {r['games']}")
-    (out / "learning_curve.json").write_text(json.dumps({
-        "variant": args.variant, "ladder": ladder, "curves": curves, "anchor": args.anchor, "sims": args.sims,
-        "pairs": args.pairs, "runs": args.runs, "code_version": code_version()}, indent=2))
+            print(
+                f"  {r['hours']:5.2f} h  {r['elo']:+6.0f} [{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]  "
+                f"score {100 * r['score']:.0f}% of {r['games']}"
+            )
+    (out / "learning_curve.json").write_text(
+        json.dumps(
+            {
+                "variant": args.variant,
+                "ladder": ladder,
+                "curves": curves,
+                "anchor": args.anchor,
+                "sims": args.sims,
+                "pairs": args.pairs,
+                "runs": args.runs,
+                "code_version": code_version(),
+            },
+            indent=2,
+        )
+    )
     plot(curves, ladder, args.variant, figure)
     print(f"plot: {figure}\nresults: {out}")
     return 0

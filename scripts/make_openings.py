@@ -66,11 +66,16 @@ def main(argv: "list[str] | None" = None) -> int:
     for fen in tqdm(pool, desc=f"scoring Variant {variant.name} at depth {args.depth}", unit="pos"):
         searcher.clear()
         scores.append(abs(searcher.search(Position.from_fen(fen), depth=args.depth).score))
-    nearest = [int(i) for i in np.argsort(scores, kind="stable")[:args.count]
-               if args.margin is None or scores[i] <= args.margin]
+    nearest = [
+        int(i)
+        for i in np.argsort(scores, kind="stable")[: args.count]
+        if args.margin is None or scores[i] <= args.margin
+    ]
     if len(nearest) < args.count:
-        print(f"only {len(nearest)} of {len(pool)} candidates within +-{args.margin}: raise --candidates or --margin",
-              file=sys.stderr)
+        print(
+            f"only {len(nearest)} of {len(pool)} candidates within +-{args.margin}: raise --candidates or --margin",
+            file=sys.stderr,
+        )
         return 1
     chosen = [pool[nearest[i]] for i in rng.permutation(len(nearest))]
     widest = max(scores[i] for i in nearest)
@@ -81,7 +86,8 @@ def main(argv: "list[str] | None" = None) -> int:
         f"(all within +-{widest} centi-men).",
         f"# Made by: python scripts/make_openings.py --variant {variant.name} --count {args.count} --candidates "
         f"{args.candidates} --min-plies {args.min_plies} --max-plies {args.max_plies} --depth {args.depth} "
-        + (f"--margin {args.margin} " if args.margin is not None else "") + f"--seed {args.seed}",
+        + (f"--margin {args.margin} " if args.margin is not None else "")
+        + f"--seed {args.seed}",
         f"# Code version: {code_version()}",
     ]
     out = pathlib.Path(args.out) if args.out else suite_path(variant)

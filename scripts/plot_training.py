@@ -1,6 +1,6 @@
 """Plot a training run's TensorBoard curves (win rates against random and greedy, losses) to a PNG.
 
-    python scripts/plot_training.py runs/I_default runs/II_default --out docs/training_win_rates.png
+python scripts/plot_training.py runs/I_default runs/II_default --out docs/training_win_rates.png
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def main() -> None:
     parser.add_argument("--out", default="docs/training_win_rates.png")
     args = parser.parse_args()
     fig, axes = plt.subplots(1, len(args.runs), figsize=(5.5 * len(args.runs), 4), squeeze=False)
-    for ax, run in zip(axes[0], args.runs):
+    for ax, run in zip(axes[0], args.runs, strict=True):
         for tag, label in (("eval/score_vs_random", "vs random"), ("eval/score_vs_greedy", "vs greedy")):
             _, values, minutes = scalars(run, tag)
             ax.plot(minutes, [100 * v for v in values], marker="o", ms=3, label=label)

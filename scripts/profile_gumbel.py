@@ -52,8 +52,10 @@ def timings(rounds: int, repeats: int, forced_rounds: "int | None") -> None:
         print(f"\nB={batch}: simulations/s (uniform evaluator), {repeats} searches per figure")
         print(f"{'round':>5} " + " ".join(f"{a + ' ' + str(s):>12}" for a, s in cases) + f" {'g32/p128':>9}")
         for r in range(rounds):
-            rates = [sims_per_second(state, UniformEvaluator(), SearchConfig(s, a, forced_rounds=forced_rounds), repeats)
-                     for a, s in cases]
+            rates = [
+                sims_per_second(state, UniformEvaluator(), SearchConfig(s, a, forced_rounds=forced_rounds), repeats)
+                for a, s in cases
+            ]
             print(f"{r:>5} " + " ".join(f"{x:>12,.0f}" for x in rates) + f" {rates[1] / rates[0]:>9.2f}", flush=True)
 
 
@@ -72,7 +74,9 @@ def profile(batch: int, sims: int, repeats: int, forced_rounds: "int | None") ->
     print(f"\nGumbel B={batch}, {sims} simulations, {repeats} searches under cProfile: {total:.2f} s")
     for phase, (file, name) in PHASES.items():
         cumulative = sum(
-            v[3] for (f, _, n), v in stats.stats.items() if f.endswith(file) and n == name  # type: ignore[attr-defined]
+            v[3]
+            for (f, _, n), v in stats.stats.items()
+            if f.endswith(file) and n == name  # type: ignore[attr-defined]
         )
         print(f"  {phase:<28} {cumulative:6.2f} s  {100 * cumulative / total:5.1f}%")
     stats.sort_stats("tottime").print_stats(15)
@@ -84,9 +88,13 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=2)
     parser.add_argument("--profile", action="store_true", help="also profile Gumbel searches by phase")
     parser.add_argument("--no-timings", action="store_true")
-    parser.add_argument("--forced-rounds", type=int, default=2,
-                        help="forced actions a search node plays on through at most (self-play's "
-                             "mcts.forced_rounds, as scripts/bench_mcts.py; -1: no cap)")
+    parser.add_argument(
+        "--forced-rounds",
+        type=int,
+        default=2,
+        help="forced actions a search node plays on through at most (self-play's "
+        "mcts.forced_rounds, as scripts/bench_mcts.py; -1: no cap)",
+    )
     args = parser.parse_args()
     tune_malloc()  # as bench_mcts.py and self-play do: multi-MB temporaries stay mapped
     rounds = None if args.forced_rounds < 0 else args.forced_rounds

@@ -37,8 +37,8 @@ import stapel_rl.train.selfplay as selfplay_module
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-from stapel_rl.train.app import CONFIG_DIR, make_selfplay_config, search_config
 from stapel_rl.models.checkpoint import load
+from stapel_rl.train.app import CONFIG_DIR, make_selfplay_config, search_config
 from stapel_rl.train.selfplay import SelfPlay
 
 
@@ -86,8 +86,11 @@ def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> fl
     evaluator.reset_stats()
     totals: "collections.Counter" = collections.Counter()
     inside: "list[str]" = []
-    with timed(selfplay_module, "search", totals, inside), timed(engine_module, "step", totals, inside), \
-            timed(engine_module, "reset_games", totals, inside):
+    with (
+        timed(selfplay_module, "search", totals, inside),
+        timed(engine_module, "step", totals, inside),
+        timed(engine_module, "reset_games", totals, inside),
+    ):
         start = time.perf_counter()
         made = len(selfplay.play(positions))
         total = time.perf_counter() - start
@@ -101,11 +104,13 @@ def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> fl
         "self-play bookkeeping": total - totals["search"] - engine_out,
     }
     searched = totals.pop("searched positions")
-    print(f"\n{evaluator.precision} {fields['layout']} {fields['blocks']}x{fields['channels']}, "
-          f"{t.num_games} games, {cfg.mcts.algorithm} {cfg.mcts.num_simulations} simulations: "
-          f"{searched / total:,.0f} positions searched/s ({totals.pop('simulations') / total:,.0f} simulations/s; "
-          f"{made:,} positions of finished games); network {evaluator.positions_per_second:,.0f} positions/s "
-          f"at an average batch of {evaluator.positions / max(1, evaluator.calls):.0f}")
+    print(
+        f"\n{evaluator.precision} {fields['layout']} {fields['blocks']}x{fields['channels']}, "
+        f"{t.num_games} games, {cfg.mcts.algorithm} {cfg.mcts.num_simulations} simulations: "
+        f"{searched / total:,.0f} positions searched/s ({totals.pop('simulations') / total:,.0f} simulations/s; "
+        f"{made:,} positions of finished games); network {evaluator.positions_per_second:,.0f} positions/s "
+        f"at an average batch of {evaluator.positions / max(1, evaluator.calls):.0f}"
+    )
     for name, seconds in parts.items():
         print(f"  {name:<34} {seconds:7.2f} s  {100 * seconds / total:5.1f}%")
     return searched / total
@@ -117,8 +122,13 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=8192, help="recorded positions to play")
     parser.add_argument("--compare-fp32", action="store_true", help="also profile with the network in fp32")
     parser.add_argument("--checkpoint", default=None, help="trained weights for the configured network")
-    parser.add_argument("--baseline", nargs="+", default=None, metavar="OVERRIDE",
-                        help="also profile with these overrides added, and print the speed ratio against it")
+    parser.add_argument(
+        "--baseline",
+        nargs="+",
+        default=None,
+        metavar="OVERRIDE",
+        help="also profile with these overrides added, and print the speed ratio against it",
+    )
     args = parser.parse_args()
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
@@ -126,17 +136,20 @@ def main() -> None:
         baseline = compose(config_name="config", overrides=args.overrides + args.baseline) if args.baseline else None
     if cfg.train.threads:
         torch.set_num_threads(cfg.train.threads)
-    print(f"profile_selfplay | torch {torch.__version__}, {torch.get_num_threads()} threads | "
-          f"overrides: {' '.join(args.overrides) or '(none)'}")
+    print(
+        f"profile_selfplay | torch {torch.__version__}, {torch.get_num_threads()} threads | "
+        f"overrides: {' '.join(args.overrides) or '(none)'}"
+    )
     speed = {}
-    for precision in ([cfg.train.inference_precision, "fp32"] if args.compare_fp32 else
-                      [cfg.train.inference_precision]):
+    for precision in [cfg.train.inference_precision, "fp32"] if args.compare_fp32 else [cfg.train.inference_precision]:
         speed[precision] = profile(cfg, args.positions, precision, args.checkpoint)
     if baseline is not None:
         print(f"\nbaseline: {' '.join(args.baseline)}")
         base = profile(baseline, args.positions, cfg.train.inference_precision, args.checkpoint)
-        print(f"\nprofile_selfplay: {speed[cfg.train.inference_precision] / base:.2f}x the positions searched/s "
-              f"of the baseline ({' '.join(args.baseline)})")
+        print(
+            f"\nprofile_selfplay: {speed[cfg.train.inference_precision] / base:.2f}x the positions searched/s "
+            f"of the baseline ({' '.join(args.baseline)})"
+        )
 
 
 if __name__ == "__main__":

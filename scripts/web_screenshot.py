@@ -24,8 +24,16 @@ from stapel_rl.web import create_app
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 def play_by_clicks(page, rng: random.Random, plies: int, min_height: int) -> None:
@@ -36,11 +44,13 @@ def play_by_clicks(page, rng: random.Random, plies: int, min_height: int) -> Non
         if game["result"] is not None or (len(game["moves"]) >= plies and tallest >= min_height):
             return
         paths = game["legal_paths"]
-        captures = [p for p, text in zip(paths, game["legal_moves"]) if "x" in text]
+        captures = [p for p, text in zip(paths, game["legal_moves"], strict=True) if "x" in text]
         played = len(game["moves"])
         for square in rng.choice(captures or paths):
             page.click(f'[data-square="{square}"]')
-        page.wait_for_function(f"document.querySelectorAll('#moves li').length > {played} && !document.body.dataset.busy")
+        page.wait_for_function(
+            f"document.querySelectorAll('#moves li').length > {played} && !document.body.dataset.busy"
+        )
     raise RuntimeError("the game did not reach the position wanted")
 
 

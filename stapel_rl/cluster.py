@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import socket
 import urllib.parse
-from typing import Optional
 
 
 def _check_reachable(address: str, timeout: float) -> None:
@@ -24,7 +23,7 @@ def _check_reachable(address: str, timeout: float) -> None:
         raise ConnectionError(f"cannot reach the Ray cluster at {address!r}: {error}") from None
 
 
-def init_ray(address: Optional[str], num_cpus: Optional[int] = None, timeout: float = 10.0) -> bool:
+def init_ray(address: str | None, num_cpus: int | None = None, timeout: float = 10.0) -> bool:
     """Connect to Ray (or start a local one); returns True if this call started it (and should shut it down)."""
     import ray
 
@@ -33,8 +32,14 @@ def init_ray(address: Optional[str], num_cpus: Optional[int] = None, timeout: fl
     if address:
         _check_reachable(address, timeout)
     try:
-        ray.init(address=address or None, num_cpus=None if address else num_cpus, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False, ignore_reinit_error=True)
+        ray.init(
+            address=address or None,
+            num_cpus=None if address else num_cpus,
+            include_dashboard=False,
+            log_to_driver=False,
+            configure_logging=False,
+            ignore_reinit_error=True,
+        )
     except ConnectionError as error:
         raise ConnectionError(f"cannot connect to a Ray cluster at {address!r}: {error}") from None
     return True

@@ -1,4 +1,7 @@
-"""``python -m stapel_rl.perft``: the same as ``stapel-perft`` (``stapel_rl.cli.perft``; this path is kept for one version)."""
+"""``python -m stapel_rl.perft``: the same as ``stapel-perft`` (``stapel_rl.cli.perft``).
+
+This path is kept for one version.
+"""
 
 import sys
 

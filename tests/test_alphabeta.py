@@ -202,8 +202,16 @@ def test_make_agent_specs():
     assert isinstance(agent, AlphaBetaAgent) and agent.depth == 3 and agent.name == "alphabeta:3"
     assert make_agent("alphabeta").depth == 2
     assert make_agent("alphabeta:4:q=0").quiescence == 0
-    for bad in ["alphabeta:x", "alphabeta:0", "alphabeta:-2", "alphabeta:2.5", "alphabeta:", "alphabeta:2:3",
-                "alphabeta:2:q=-1", "alphabeta:2:depth=3"]:
+    for bad in [
+        "alphabeta:x",
+        "alphabeta:0",
+        "alphabeta:-2",
+        "alphabeta:2.5",
+        "alphabeta:",
+        "alphabeta:2:3",
+        "alphabeta:2:q=-1",
+        "alphabeta:2:depth=3",
+    ]:
         with pytest.raises(ValueError):
             make_agent(bad)
     with pytest.raises(ValueError):
@@ -256,5 +264,6 @@ def test_full_width_search_chooses_as_alpha_beta_pruning_does(variant, depth, q)
             np.testing.assert_allclose(mine[exact], bounds[exact], atol=1e-9)
             assert (mine[~exact] <= bounds[~exact] + 1e-9).all()  # pruned moves: the bound holds
     for seed in range(3):
-        np.testing.assert_array_equal(agent(state, np.random.default_rng(seed)),
-                                      reference(state, np.random.default_rng(seed)))
+        np.testing.assert_array_equal(
+            agent(state, np.random.default_rng(seed)), reference(state, np.random.default_rng(seed))
+        )

@@ -11,8 +11,7 @@ import numpy as np
 import pytest
 
 from stapel_rl.classical import FEATURES
-from stapel_rl.classical.evaluation import read_weights
-from stapel_rl.classical.evaluation import weights_path
+from stapel_rl.classical.evaluation import read_weights, weights_path
 from stapel_rl.env import engine
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import make_agent
@@ -31,8 +30,26 @@ def fit():
 @pytest.mark.parametrize("variant", ["I", "II"])
 def test_tiny_run_writes_weights_the_agent_loads(fit, tmp_path, variant):
     out = tmp_path / "fit" / f"weights_{variant}.json"
-    assert fit.main(["--variant", variant, "--games", "5", "--rounds", "2", "--nodes", "150", "--seed", "3",
-                     "--out", str(out), "--no-progress"]) == 0
+    assert (
+        fit.main(
+            [
+                "--variant",
+                variant,
+                "--games",
+                "5",
+                "--rounds",
+                "2",
+                "--nodes",
+                "150",
+                "--seed",
+                "3",
+                "--out",
+                str(out),
+                "--no-progress",
+            ]
+        )
+        == 0
+    )
     data = json.loads(out.read_text())
     assert set(data["weights"]) == set(FEATURES)
     assert all(isinstance(w, int) for w in data["weights"].values())
@@ -44,9 +61,17 @@ def test_tiny_run_writes_weights_the_agent_loads(fit, tmp_path, variant):
         assert 0 < meta[key] < 5
     assert "captives" in meta["history"][0]["not_identified"]  # material == 2 * captives always
     assert sorted(p.name for p in out.parent.iterdir()) == sorted(
-        [out.name, f"weights_{variant}.initial.json", f"weights_{variant}.round1.json", f"weights_{variant}.round2.json"])
-    assert json.loads(out.with_name(f"weights_{variant}.initial.json").read_text())["weights"] == \
-        json.loads(weights_path(variant).read_text())["weights"]
+        [
+            out.name,
+            f"weights_{variant}.initial.json",
+            f"weights_{variant}.round1.json",
+            f"weights_{variant}.round2.json",
+        ]
+    )
+    assert (
+        json.loads(out.with_name(f"weights_{variant}.initial.json").read_text())["weights"]
+        == json.loads(weights_path(variant).read_text())["weights"]
+    )
 
     agent = make_agent(f"classical:nodes=300:eval={out}")
     assert list(agent.weights) == [data["weights"][f] for f in FEATURES]
@@ -117,15 +142,21 @@ def test_packaged_files_load_through_eval(tmp_path):
     assert make_agent(f"classical:eval={weights_path('I')}").time_per_move == 1.0  # eval= is no limit
 
 
-@pytest.mark.parametrize("content,words", [
-    (None, ["does not exist"]),
-    ("{not json", ["not valid JSON"]),
-    ("[1, 2]", ["no \"weights\" object"]),
-    (json.dumps({"metadata": {}, "weights": dict.fromkeys(FEATURES, 1) | {"speed": 3}}), ["unknown features", "speed"]),
-    (json.dumps({"weights": {"material": 100}}), ["missing features", "stacks", "to_move"]),
-    (json.dumps({"weights": dict.fromkeys(FEATURES, 1) | {"race": "fast"}}), ["race", "finite number"]),
-    (json.dumps({"metadata": 3, "weights": dict.fromkeys(FEATURES, 1)}), ["metadata"]),
-])
+@pytest.mark.parametrize(
+    "content,words",
+    [
+        (None, ["does not exist"]),
+        ("{not json", ["not valid JSON"]),
+        ("[1, 2]", ['no "weights" object']),
+        (
+            json.dumps({"metadata": {}, "weights": dict.fromkeys(FEATURES, 1) | {"speed": 3}}),
+            ["unknown features", "speed"],
+        ),
+        (json.dumps({"weights": {"material": 100}}), ["missing features", "stacks", "to_move"]),
+        (json.dumps({"weights": dict.fromkeys(FEATURES, 1) | {"race": "fast"}}), ["race", "finite number"]),
+        (json.dumps({"metadata": 3, "weights": dict.fromkeys(FEATURES, 1)}), ["metadata"]),
+    ],
+)
 def test_bad_eval_files_give_clear_errors(tmp_path, content, words):
     path = tmp_path / "bad.json"
     if content is not None:

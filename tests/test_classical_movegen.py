@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
+import pathlib
 import subprocess
 import sys
-import pathlib
 
 import numpy as np
 import pytest
@@ -46,8 +46,12 @@ def test_rules_cases_exact_moves_and_positions():
 
 def _expected_moves(moves, j):
     return sorted(
-        (tuple(int(s) for s in moves.path[m] if s >= 0), moves.state.height[m].tobytes(),
-         moves.state.colours[m].tobytes(), int(moves.state.current_player[m]))
+        (
+            tuple(int(s) for s in moves.path[m] if s >= 0),
+            moves.state.height[m].tobytes(),
+            moves.state.colours[m].tobytes(),
+            int(moves.state.current_player[m]),
+        )
         for m in np.flatnonzero(moves.parent == j)
     )
 
@@ -95,9 +99,15 @@ def test_random_game_positions_match_engine(variant, seed):
             mid_capture += state.capturing[g] >= 0
             long_captures += any(len(p[0]) >= 4 for p in got)
             tallest = max(tallest, int(state.height[g].max()))
-    print(f"{variant}: {compared} positions, {mid_capture} mid-capture, {long_captures} with 3+ leaps, tallest {tallest}")
+    print(
+        f"{variant}: {compared} positions, {mid_capture} mid-capture, {long_captures} with 3+ leaps, tallest {tallest}"
+    )
     assert compared > 2000 and mid_capture > 50 and long_captures > 20 and tallest >= 6, (
-        compared, mid_capture, long_captures, tallest)
+        compared,
+        mid_capture,
+        long_captures,
+        tallest,
+    )
 
 
 def _tall_stack_fen(rng) -> str:
@@ -107,7 +117,7 @@ def _tall_stack_fen(rng) -> str:
     squares = rng.choice(50, size=stacks, replace=False)
     cuts = np.sort(rng.choice(np.arange(1, 40), size=stacks - 1, replace=False))
     fields = [""] * 50
-    for sq, part in zip(squares, np.split(men, cuts)):
+    for sq, part in zip(squares, np.split(men, cuts), strict=True):
         fields[sq] = "".join(part)
     return "WB"[rng.integers(2)] + ":" + ",".join(fields)
 
@@ -127,8 +137,10 @@ def test_tall_stack_positions_match_engine(variant):
 
 
 def test_import_stays_light():
-    code = ("import sys, stapel_rl.classical; "
-            "bad = [m for m in sys.modules if m == 'torch' or m.startswith(('stapel_rl.eval', 'stapel_rl.mcts', "
-            "'stapel_rl.train', 'stapel_rl.cli'))]; print(bad)")
+    code = (
+        "import sys, stapel_rl.classical; "
+        "bad = [m for m in sys.modules if m == 'torch' or m.startswith(('stapel_rl.eval', 'stapel_rl.mcts', "
+        "'stapel_rl.train', 'stapel_rl.cli'))]; print(bad)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

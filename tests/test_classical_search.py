@@ -10,12 +10,12 @@ import pytest
 
 from stapel_rl.classical import Position, Searcher
 from stapel_rl.classical.position import row_path
-from stapel_rl.eval.classical_agent import ClassicalAgent, from_spec_args
 from stapel_rl.env import engine, initial_fen
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import take
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
+from stapel_rl.eval.classical_agent import ClassicalAgent, from_spec_args
 
 
 def _middlegame(variant: str, plies: int, seed: int):
@@ -30,8 +30,7 @@ def _middlegame(variant: str, plies: int, seed: int):
 
 @pytest.mark.parametrize("variant", ["I", "II"])
 def test_beats_greedy_at_low_node_count(variant):
-    result = play_match(make_agent("classical:nodes=2000"), make_agent("greedy"), variant, 4,
-                        np.random.default_rng(0))
+    result = play_match(make_agent("classical:nodes=2000"), make_agent("greedy"), variant, 4, np.random.default_rng(0))
     assert result.score >= 0.75, result.summary()
 
 
@@ -57,20 +56,23 @@ def test_deadline_overrun_is_small():
     assert worst < 0.020, f"worst overrun {1000 * worst:.1f} ms"
 
 
-@pytest.mark.parametrize("spec,words", [
-    ("classical:tme=1", ["time", "depth", "nodes"]),
-    ("classical:fast", ["time", "depth", "nodes"]),
-    ("classical:time=0", ["positive"]),
-    ("classical:time=-1", ["positive"]),
-    ("classical:time=abc", ["seconds"]),
-    ("classical:depth=0", ["depth", ">= 1"]),
-    ("classical:depth=-3", ["depth"]),
-    ("classical:depth=2.5", ["depth"]),
-    ("classical:nodes=lots", ["nodes"]),
-    ("classical:nodes=0", ["nodes"]),
-    ("classical:nodes=1.5", ["nodes"]),
-    ("classical:depth=2:depth=3", ["twice"]),
-])
+@pytest.mark.parametrize(
+    "spec,words",
+    [
+        ("classical:tme=1", ["time", "depth", "nodes"]),
+        ("classical:fast", ["time", "depth", "nodes"]),
+        ("classical:time=0", ["positive"]),
+        ("classical:time=-1", ["positive"]),
+        ("classical:time=abc", ["seconds"]),
+        ("classical:depth=0", ["depth", ">= 1"]),
+        ("classical:depth=-3", ["depth"]),
+        ("classical:depth=2.5", ["depth"]),
+        ("classical:nodes=lots", ["nodes"]),
+        ("classical:nodes=0", ["nodes"]),
+        ("classical:nodes=1.5", ["nodes"]),
+        ("classical:depth=2:depth=3", ["twice"]),
+    ],
+)
 def test_spec_errors(spec, words):
     with pytest.raises(ValueError) as err:
         make_agent(spec)

@@ -17,7 +17,7 @@ def test_all_cases_are_loaded():
 @pytest.mark.parametrize("case", CASES, ids=[f"{i}-{c['variant']}-{c['tag']}" for i, c in enumerate(CASES)])
 def test_rules_case(case):
     moves = expand_full_moves(from_fens([case["fen"]], case["variant"]))
-    assert dict(zip(moves.texts(), to_fens(moves.state))) == case["moves"]
+    assert dict(zip(moves.texts(), to_fens(moves.state), strict=True)) == case["moves"]
     assert game_result(case["fen"], case["variant"]) == case["result"]
 
 

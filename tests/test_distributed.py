@@ -12,14 +12,22 @@ import time
 import numpy as np
 import pytest
 
+from stapel_rl.cluster import init_ray
 from stapel_rl.env import get_variant
 from stapel_rl.models import checkpoint
-from stapel_rl.cluster import init_ray
 
 ray = pytest.importorskip("ray", reason="Ray is part of the dev extra: pip install -e '.[dev]'")
 
-TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1", "train.eval_every=0",
-        "train.image_every=0", "distributed=ray", "distributed.actors=2"]
+TINY = [
+    "model=tiny",
+    "train=tiny",
+    "mcts.num_simulations=4",
+    "train.threads=1",
+    "train.eval_every=0",
+    "train.image_every=0",
+    "distributed=ray",
+    "distributed.actors=2",
+]
 
 
 def train_command(run_dir: pathlib.Path, *overrides: str) -> "list[str]":
@@ -70,8 +78,12 @@ def test_a_run_on_a_two_node_cluster(tmp_path):
         cluster.add_node(num_cpus=1)
         cluster.wait_for_nodes()
         run = tmp_path / "run"
-        done = subprocess.run(train_command(run, "train.iterations=2", f"distributed.address={cluster.address}"),
-                              capture_output=True, text=True, timeout=240)
+        done = subprocess.run(
+            train_command(run, "train.iterations=2", f"distributed.address={cluster.address}"),
+            capture_output=True,
+            text=True,
+            timeout=240,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
         _, replay = replay_of(run)
         assert set(np.unique(replay["actor"])) == {0, 1}  # one actor per node: each has one CPU
@@ -90,8 +102,12 @@ def test_too_few_cpus_is_a_clear_error(tmp_path):
 @pytest.mark.slow
 def test_a_killed_actor_is_restarted_and_the_run_finishes(tmp_path):
     run = tmp_path / "run"
-    proc = subprocess.Popen(train_command(run, "train.iterations=6", "train.positions_per_iteration=256"),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        train_command(run, "train.iterations=6", "train.positions_per_iteration=256"),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         pids = run / "selfplay_pids.json"
         deadline = time.time() + 120

@@ -34,9 +34,22 @@ def test_docs_build_strict(tmp_path):
     site = tmp_path / "site"
     env = dict(os.environ, NO_MKDOCS_2_WARNING="1")  # Material's banner about MkDocs 2.0 (not a warning)
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "--config-file", str(REPO / "mkdocs.yml"),
-         "--site-dir", str(site)],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=600,
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "--config-file",
+            str(REPO / "mkdocs.yml"),
+            "--site-dir",
+            str(site),
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert result.returncode == 0, result.stdout + result.stderr
     assert (site / "index.html").is_file()
@@ -59,6 +72,9 @@ def test_readme_is_a_front_page():
 
 def test_docs_name_versions_not_work_periods():
     files = [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md")), *sorted((REPO / "checkpoints").glob("*.md"))]
-    found = [f"{path.relative_to(REPO)}: {match.group(0)!r}"
-             for path in files for match in WORK_PERIOD_WORDING.finditer(path.read_text(encoding="utf-8"))]
+    found = [
+        f"{path.relative_to(REPO)}: {match.group(0)!r}"
+        for path in files
+        for match in WORK_PERIOD_WORDING.finditer(path.read_text(encoding="utf-8"))
+    ]
     assert not found, "label figures by version or commit: " + "; ".join(found)

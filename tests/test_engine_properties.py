@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 import pytest
+from reference_rules import COLS as COLS_OF
+from reference_rules import ROWS as ROWS_OF
+from reference_rules import full_moves, points
 
 from stapel_rl.env import VARIANT_I, expand_full_moves, from_fens, init, step, take, to_fens
 from stapel_rl.env.geometry import NEIGHBOR
-
-from reference_rules import COLS as COLS_OF, ROWS as ROWS_OF, full_moves, points
 
 
 def random_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -34,7 +37,7 @@ def action_of(path_text: str) -> "tuple[int, ...]":
     """Action ids of a full move text (full path)."""
     squares = [int(s) - 1 for s in path_text.replace("-", "x").split("x")]
     ids = []
-    for a, b in zip(squares, squares[1:]):
+    for a, b in itertools.pairwise(squares):
         for d in range(4):
             if NEIGHBOR[a, d] >= 0 and (NEIGHBOR[a, d] == b or NEIGHBOR[NEIGHBOR[a, d], d] == b):
                 ids.append(4 * a + d)
@@ -52,7 +55,7 @@ def test_engine_matches_oracle_along_random_games(variant):
             fen = to_fens(one)[0]
             expected = full_moves(fen)
             moves = expand_full_moves(one)
-            assert dict(zip(moves.texts(), to_fens(moves.state))) == expected, fen
+            assert dict(zip(moves.texts(), to_fens(moves.state), strict=True)) == expected, fen
             assert tuple(one.points[0]) == points(fen)
             # Every prefix of every legal path: the mask is exactly the next steps.
             paths = [action_of(t) for t in expected]
@@ -77,8 +80,19 @@ def test_batch_of_256_agrees_with_batch_of_1(variant):
         for t, a in enumerate(actions):
             single = step(single, a[[g]])
             batched = take(states[t + 1], [g])
-            for name in ("height", "colours", "current_player", "capturing", "last_leapt", "ply",
-                         "legal_action_mask", "terminated", "truncated", "rewards", "points"):
+            for name in (
+                "height",
+                "colours",
+                "current_player",
+                "capturing",
+                "last_leapt",
+                "ply",
+                "legal_action_mask",
+                "terminated",
+                "truncated",
+                "rewards",
+                "points",
+            ):
                 np.testing.assert_array_equal(getattr(single, name), getattr(batched, name), err_msg=f"{name} t={t}")
 
 
@@ -129,7 +143,7 @@ def random_stacky_fen(rng: np.random.Generator) -> str:
     cuts = np.sort(rng.choice(np.arange(1, 40), size=squares.size - 1, replace=False))
     stacks = ["".join(part) for part in np.split(np.array(men), cuts)]
     board = [""] * 50
-    for sq, stack in zip(squares, stacks):
+    for sq, stack in zip(squares, stacks, strict=True):
         board[sq] = stack
     return "WB"[int(rng.integers(2))] + ":" + ",".join(board)
 
@@ -155,7 +169,7 @@ def random_ring_fen(rng: np.random.Generator) -> str:
         board[_AT[p] - 1] = stack
     board[_AT[rim[int(rng.integers(4))]] - 1] = "w"
     free = [i for i in range(50) if not board[i] and (ROWS_OF[i], COLS_OF[i]) not in rim]
-    for i, letter in zip(rng.permutation(free), ["w"] * max(white_left, 0) + ["b"] * max(black_left, 0)):
+    for i, letter in zip(rng.permutation(free), ["w"] * max(white_left, 0) + ["b"] * max(black_left, 0), strict=False):
         if rng.random() < 0.3:
             board[i] = letter
     return "W:" + ",".join(board)
@@ -167,6 +181,6 @@ def test_engine_matches_oracle_on_random_stacky_positions():
     for i in range(600):
         fen = random_stacky_fen(rng) if i % 2 else random_ring_fen(rng)
         moves = expand_full_moves(from_fens([fen], "II"))
-        assert dict(zip(moves.texts(), to_fens(moves.state))) == full_moves(fen), fen
+        assert dict(zip(moves.texts(), to_fens(moves.state), strict=True)) == full_moves(fen), fen
         longest = max([longest] + [t.count("x") for t in moves.texts()])
     assert longest >= 8  # the sample holds long multi-leap captures

@@ -24,9 +24,9 @@ import pytest
 
 from stapel_rl import __version__
 from stapel_rl.cli.engine import EngineSession
-from stapel_rl.eval.network_agents import UNLIMITED
 from stapel_rl.env import apply_move, game_result, initial_fen, legal_moves
 from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.eval.network_agents import UNLIMITED
 
 TIMEOUT_S = 20.0
 EMPTY_BUT_ONE_BLACK = "W:b" + "," * 49  # White to move has no man: the game is over
@@ -39,8 +39,13 @@ class EngineProcess:
     with environment ``env``.
     """
 
-    def __init__(self, *args: str, command: "list[str] | None" = None, cwd: "str | None" = None,
-                 env: "dict[str, str] | None" = None):
+    def __init__(
+        self,
+        *args: str,
+        command: "list[str] | None" = None,
+        cwd: "str | None" = None,
+        env: "dict[str, str] | None" = None,
+    ):
         self.proc = subprocess.Popen(
             [*(command or [sys.executable, "-m", "stapel_rl.cli.engine"]), "--agent", "random", "--seed", "1", *args],
             cwd=cwd,
@@ -408,7 +413,7 @@ def _info_fields(line: str) -> "tuple[dict[str, int], list[str]]":
     """The numeric fields of an ``info depth ...`` line and its pv."""
     head, _, pv = line.partition(" pv ")
     tokens = head.split()[1:]
-    return {key: int(value) for key, value in zip(tokens[::2], tokens[1::2])}, pv.split()
+    return {key: int(value) for key, value in zip(tokens[::2], tokens[1::2], strict=True)}, pv.split()
 
 
 def _assert_legal_line(fen: str, moves: "list[str]", variant: str = "I") -> None:

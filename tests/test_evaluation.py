@@ -54,8 +54,12 @@ def test_evaluate_reports_scores_and_elo_per_opponent():
         assert r.elo_low <= r.elo <= r.elo_high
         assert (r.elo, r.elo_low, r.elo_high) == pytest.approx(elo_difference(r.score, 6))
     scalars = results[1].scalars()
-    assert set(scalars) == {"eval/score_vs_alphabeta_1", "eval/elo_vs_alphabeta_1", "eval/elo_vs_alphabeta_1_low",
-                            "eval/elo_vs_alphabeta_1_high"}
+    assert set(scalars) == {
+        "eval/score_vs_alphabeta_1",
+        "eval/elo_vs_alphabeta_1",
+        "eval/elo_vs_alphabeta_1_low",
+        "eval/elo_vs_alphabeta_1_high",
+    }
 
 
 def test_bad_opponent_spec_names_the_config_field():

@@ -13,11 +13,10 @@ import torch
 
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.eval.network_agents import load_evaluator
-from stapel_rl.models import NetworkEvaluator, PolicyValueNet
-from stapel_rl.models import fused
+from stapel_rl.models import NetworkEvaluator, PolicyValueNet, fused
 from stapel_rl.models.accuracy import compare, policy_kl
-from stapel_rl.train.trainer import OptimConfig, Trainer
 from stapel_rl.train.replay import TrainingBatch
+from stapel_rl.train.trainer import OptimConfig, Trainer
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRAINED = {
@@ -99,8 +98,15 @@ def test_evaluator_follows_weight_changes(positions):
     from stapel_rl.env.observation import canonical_mask, encode
 
     mask = canonical_mask(positions)
-    trainer.step(TrainingBatch(encode(positions, "compact"), mask, mask / mask.sum(1, keepdims=True),
-                               np.ones(256, np.float32), np.zeros(256, np.float32)))
+    trainer.step(
+        TrainingBatch(
+            encode(positions, "compact"),
+            mask,
+            mask / mask.sum(1, keepdims=True),
+            np.ones(256, np.float32),
+            np.zeros(256, np.float32),
+        )
+    )
     stepped = evaluator(positions)
     np.testing.assert_array_equal(stepped.value, NetworkEvaluator(net, "cpu", precision="bf16")(positions).value)
     assert np.abs(stepped.value - loaded.value).max() > 0

@@ -151,7 +151,9 @@ def test_importing_the_engine_imports_neither_gymnasium_nor_torch():
 
 
 def test_make_by_module_name_registers_on_the_way():
-    code = ("import gymnasium as gym; env = gym.make('stapel_rl.env.gym_env:stapel_rl/Stapeldammen-v0', variant='II');"
-            "print(env.unwrapped.variant.name, env.spec.version)")
+    code = (
+        "import gymnasium as gym; env = gym.make('stapel_rl.env.gym_env:stapel_rl/Stapeldammen-v0', variant='II');"
+        "print(env.unwrapped.variant.name, env.spec.version)"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.split() == ["II", "0"]

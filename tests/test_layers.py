@@ -38,8 +38,20 @@ LAYERS: "list[tuple[str, ...]]" = [
 ]
 #: Modules that may be imported inside a function: optional extras, or not on every platform.
 #: ``stapel_rl.web`` is the package that needs the extra "web" (``stapel-serve`` says so when it is missing).
-OPTIONAL = {"ray", "fastapi", "uvicorn", "readline", "pettingzoo", "pyspiel", "open_spiel", "stable_baselines3",
-            "sb3_contrib", "torchrl", "playwright", "stapel_rl.web"}
+OPTIONAL = {
+    "ray",
+    "fastapi",
+    "uvicorn",
+    "readline",
+    "pettingzoo",
+    "pyspiel",
+    "open_spiel",
+    "stable_baselines3",
+    "sb3_contrib",
+    "torchrl",
+    "playwright",
+    "stapel_rl.web",
+}
 
 
 def optional(module: str) -> bool:
@@ -52,7 +64,7 @@ def module_name(path: pathlib.Path, root: pathlib.Path = PACKAGE.parent) -> str:
 
 
 def layer_of(module: str) -> "tuple[int, str]":
-    """``(layer index, the entry it matched)`` of a ``stapel_rl`` module: the longest entry that names it or a package above it."""
+    """``(layer index, entry)`` of a ``stapel_rl`` module: the longest entry naming it or a package above it."""
     best = None
     for index, names in enumerate(LAYERS):
         for name in names:
@@ -65,8 +77,12 @@ def layer_of(module: str) -> "tuple[int, str]":
 def imports(path: pathlib.Path, root: pathlib.Path = PACKAGE.parent) -> "list[tuple[str, int, bool]]":
     """``(imported module, line, inside a function)`` for each import in ``path`` (a file under ``root``)."""
     tree = ast.parse(path.read_text(), str(path))
-    inside = {id(node) for func in ast.walk(tree) if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
-              for node in ast.walk(func)}
+    inside = {
+        id(node)
+        for func in ast.walk(tree)
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for node in ast.walk(func)
+    }
     here = module_name(path, root).split(".")
     package = here if path.name == "__init__.py" else here[:-1]
     found = []
@@ -74,12 +90,15 @@ def imports(path: pathlib.Path, root: pathlib.Path = PACKAGE.parent) -> "list[tu
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            base = ".".join(package[:len(package) - node.level + 1]) if node.level else ""
+            base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
             module = ".".join(p for p in (base, node.module or "") if p)
             # ``from pkg import sub`` imports the submodule sub when there is one
-            subs = [f"{module}.{a.name}" for a in node.names
-                    if (root / f"{module}.{a.name}".replace(".", "/")).with_suffix(".py").exists()
-                    or (root / f"{module}.{a.name}".replace(".", "/") / "__init__.py").exists()]
+            subs = [
+                f"{module}.{a.name}"
+                for a in node.names
+                if (root / f"{module}.{a.name}".replace(".", "/")).with_suffix(".py").exists()
+                or (root / f"{module}.{a.name}".replace(".", "/") / "__init__.py").exists()
+            ]
             names = subs or [module]
         else:
             continue
@@ -142,8 +161,12 @@ def cycles(root: pathlib.Path) -> "list[list[str]]":
 
 
 def inline_imports(root: pathlib.Path) -> "list[str]":
-    return [f"{path.relative_to(root)}:{line}: {name}" for path in sorted((root / "stapel_rl").rglob("*.py"))
-            for name, line, in_function in imports(path, root) if in_function and not optional(name)]
+    return [
+        f"{path.relative_to(root)}:{line}: {name}"
+        for path in sorted((root / "stapel_rl").rglob("*.py"))
+        for name, line, in_function in imports(path, root)
+        if in_function and not optional(name)
+    ]
 
 
 def test_every_module_is_in_a_layer():
@@ -174,13 +197,19 @@ def test_the_engine_imports_neither_gymnasium_nor_torch(module):
 
 def test_the_contract_sees_wrong_imports(tmp_path):
     """The checker itself, on a made-up package: an upward import, a cycle, an import inside a function."""
-    for name, text in {"stapel_rl/__init__.py": "", "stapel_rl/env/__init__.py": "",
-                       "stapel_rl/env/engine.py": "from stapel_rl.train import trainer\n\n\ndef f():\n    import torch\n",
-                       "stapel_rl/train/__init__.py": "", "stapel_rl/train/trainer.py": "import stapel_rl.train.app\n",
-                       "stapel_rl/train/app.py": "from stapel_rl.train import trainer\n"}.items():
+    for name, text in {
+        "stapel_rl/__init__.py": "",
+        "stapel_rl/env/__init__.py": "",
+        "stapel_rl/env/engine.py": "from stapel_rl.train import trainer\n\n\ndef f():\n    import torch\n",
+        "stapel_rl/train/__init__.py": "",
+        "stapel_rl/train/trainer.py": "import stapel_rl.train.app\n",
+        "stapel_rl/train/app.py": "from stapel_rl.train import trainer\n",
+    }.items():
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert against_the_layers(tmp_path) == [
-        "stapel_rl/env/engine.py:1: stapel_rl.env.engine (stapel_rl.env) imports stapel_rl.train.trainer (stapel_rl.train)"]
+        "stapel_rl/env/engine.py:1: stapel_rl.env.engine (stapel_rl.env) imports "
+        "stapel_rl.train.trainer (stapel_rl.train)"
+    ]
     assert cycles(tmp_path) == [["stapel_rl.train.app", "stapel_rl.train.trainer"]]
     assert inline_imports(tmp_path) == ["stapel_rl/env/engine.py:5: torch"]

@@ -26,9 +26,12 @@ def fake_run(directory: pathlib.Path, minutes: "list[float]", final: "float | No
     saved = checkpoint.load(TRAINED)
     for step, m in enumerate(minutes + ([final] if final is not None else []), start=1):
         folder = "snapshots" if step <= len(minutes) else "checkpoints"
-        checkpoint.save(directory / folder, step, {
-            "model": saved["model"], "model_config": saved["model_config"], "counters": {"seconds": 60.0 * m}},
-            keep=0)
+        checkpoint.save(
+            directory / folder,
+            step,
+            {"model": saved["model"], "model_config": saved["model_config"], "counters": {"seconds": 60.0 * m}},
+            keep=0,
+        )
     return directory
 
 
@@ -47,8 +50,25 @@ def test_curves_of_two_runs_on_one_ladder(tmp_path):
     script = load_script()
     runs = [fake_run(tmp_path / "a", [5, 10]), fake_run(tmp_path / "b", [5])]
     out, figure = tmp_path / "out", tmp_path / "curve.png"
-    argv = [*map(str, runs), "--ladder", "random", "greedy", "--anchor", "greedy", "--sims", "2", "--pairs", "1",
-            "--out", str(out), "--plot", str(figure), "--labels", "new", "old"]
+    argv = [
+        *map(str, runs),
+        "--ladder",
+        "random",
+        "greedy",
+        "--anchor",
+        "greedy",
+        "--sims",
+        "2",
+        "--pairs",
+        "1",
+        "--out",
+        str(out),
+        "--plot",
+        str(figure),
+        "--labels",
+        "new",
+        "old",
+    ]
     assert script.main(argv) == 0
     result = json.loads((out / "learning_curve.json").read_text())
     assert [r["hours"] for r in result["curves"]["new"]] == pytest.approx([5 / 60, 10 / 60])

@@ -24,15 +24,25 @@ libc.malloc.argtypes = [ctypes.c_size_t]
 pointer = libc.malloc(24 << 20)
 print("mmapped" if ctypes.c_size_t.from_address(pointer - 8).value & 2 else "heap")
 """
-LIBRARY = ("stapel_rl", "stapel_rl.env", "stapel_rl.mcts", "stapel_rl.models", "stapel_rl.eval.agents",
-           "stapel_rl.eval.network_agents", "stapel_rl.eval.arena", "stapel_rl.train.selfplay",
-           "stapel_rl.train.workers", "stapel_rl.train.app")
+LIBRARY = (
+    "stapel_rl",
+    "stapel_rl.env",
+    "stapel_rl.mcts",
+    "stapel_rl.models",
+    "stapel_rl.eval.agents",
+    "stapel_rl.eval.network_agents",
+    "stapel_rl.eval.arena",
+    "stapel_rl.train.selfplay",
+    "stapel_rl.train.workers",
+    "stapel_rl.train.app",
+)
 
 
 def _run(code: str) -> str:
     env = {key: value for key, value in os.environ.items() if key != "STAPEL_RL_KEEP_MALLOC"}
-    return subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True,
-                          timeout=120).stdout.split()[-1]
+    return subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True, timeout=120
+    ).stdout.split()[-1]
 
 
 @glibc
@@ -55,8 +65,17 @@ def _refuse() -> bool:
     raise _Called
 
 
-@pytest.mark.parametrize("module", ["stapel_rl.cli.perft", "stapel_rl.cli.match", "stapel_rl.cli.sprt",
-                                    "stapel_rl.cli.play", "stapel_rl.cli.engine", "stapel_rl.cli.tournament"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "stapel_rl.cli.perft",
+        "stapel_rl.cli.match",
+        "stapel_rl.cli.sprt",
+        "stapel_rl.cli.play",
+        "stapel_rl.cli.engine",
+        "stapel_rl.cli.tournament",
+    ],
+)
 def test_command_line_tools_tune_the_allocator_first(module, monkeypatch):
     cli = importlib.import_module(module)
     monkeypatch.setattr(cli, "tune_malloc", _refuse)

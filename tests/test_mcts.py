@@ -19,8 +19,8 @@ import pytest
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
 from stapel_rl.env.engine import play_forced
+from stapel_rl.mcts import SearchConfig, allocate, gumbel, halving, qtransforms, search, subtree
 from stapel_rl.mcts.tree import read_states
-from stapel_rl.mcts import SearchConfig, allocate, gumbel, halving, search, subtree
 from stapel_rl.models.evaluator import Evaluation, UniformEvaluator
 
 ALGORITHMS = ("puct", "gumbel")
@@ -150,11 +150,11 @@ def check_tree(tree):
             after = step(read_states(tree, np.full(used - 1, b), parent), act.astype(np.int64))
             played_on, _ = play_forced(after)
             names = ("height", "colours", "current_player", "capturing", "ply", "terminated")
-            same = lambda x, y: all(np.array_equal(getattr(x, n), getattr(y, n)) for n in names)  # noqa: E731
-            skipped = not same(child, after)
+            skipped = not all(np.array_equal(getattr(child, n), getattr(after, n)) for n in names)
             for name in names:
-                np.testing.assert_array_equal(getattr(child, name), getattr(played_on if skipped else after, name),
-                                              err_msg=name)
+                np.testing.assert_array_equal(
+                    getattr(child, name), getattr(played_on if skipped else after, name), err_msg=name
+                )
         # The stored player is the engine's; without skipping it stays only while a capture goes on.
         np.testing.assert_array_equal(tree.player[b, :used], tree.states.current_player[b, :used])
         same = tree.player[b, parent] == tree.player[b, nodes]
@@ -163,9 +163,7 @@ def check_tree(tree):
         # Edge statistics mirror the child's, with the sign of the parent's view.
         np.testing.assert_array_equal(tree.children_visits[b, parent, act], tree.node_visits[b, nodes])
         sign = np.where(same, 1.0, -1.0)
-        np.testing.assert_allclose(
-            tree.children_values[b, parent, act], sign * tree.node_values[b, nodes], atol=1e-5
-        )
+        np.testing.assert_allclose(tree.children_values[b, parent, act], sign * tree.node_values[b, nodes], atol=1e-5)
         assert (tree.children_visits[b, :used][tree.children_index[b, :used] < 0] == 0).all()
         # A node's visits: its expansion plus its children's; its value: the mean of those.
         for n in range(used):
@@ -444,8 +442,9 @@ def _assert_uniform(prior, legal):
 @pytest.mark.parametrize("algorithm", ALGORITHMS)
 def test_dirichlet_noise_only_at_the_root(algorithm, fraction):
     s = random_positions(VARIANT_I, 3, 4, seed=1)
-    out = search(s, UNIFORM, config(algorithm, 48, dirichlet_fraction=fraction, dirichlet_alpha=0.3),
-                 np.random.default_rng(7))
+    out = search(
+        s, UNIFORM, config(algorithm, 48, dirichlet_fraction=fraction, dirichlet_alpha=0.3), np.random.default_rng(7)
+    )
     tree = out.tree
     check_tree(tree)
     expanded_interior = 0
@@ -476,8 +475,7 @@ def test_dirichlet_noise_only_at_the_root(algorithm, fraction):
 def test_root_visits_sum_to_simulations(algorithm, batch):
     for sims, plies, variant in ((1, 0, VARIANT_I), (17, 3, VARIANT_I), (40, 5, VARIANT_II)):
         s = random_positions(variant, batch, plies, seed=batch + sims)
-        out = search(s, UNIFORM, SearchConfig(num_simulations=sims, algorithm=algorithm),
-                     np.random.default_rng(sims))
+        out = search(s, UNIFORM, SearchConfig(num_simulations=sims, algorithm=algorithm), np.random.default_rng(sims))
         np.testing.assert_array_equal(out.visits.sum(axis=1), sims)
         np.testing.assert_array_equal(out.tree.children_visits[:, 0].sum(axis=1), sims)
         np.testing.assert_array_equal(out.tree.node_visits[:, 0], sims + 1)
@@ -852,8 +850,7 @@ def searches_with_reuse(state, evaluator, cfg, seed):
 )
 def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_considered, temperature, monkeypatch):
     s = random_positions(variant, 24, 20 if variant == VARIANT_I else 9, seed=sims)
-    cfg = SearchConfig(num_simulations=sims, algorithm="gumbel", max_considered=max_considered,
-                       temperature=temperature)
+    cfg = SearchConfig(num_simulations=sims, algorithm="gumbel", max_considered=max_considered, temperature=temperature)
     fast = searches_with_reuse(s, evaluator, cfg, seed=sims)
 
     choices = []
@@ -861,9 +858,9 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
     def checked_interior(tree, games, nodes, c_visit, c_scale, unvisited=None, children=None):
         # What ``Interior`` kept or passed of each node's children, against a recount from the tree.
         node = games * tree.capacity + nodes
-        for kept, recounted in zip(unvisited or (), gumbel.unvisited_best(tree, node)):
+        for kept, recounted in zip(unvisited or (), gumbel.unvisited_best(tree, node), strict=False):
             np.testing.assert_array_equal(kept, recounted)
-        for passed, recounted in zip(children or (), gumbel.visited_children(tree, node)):
+        for passed, recounted in zip(children or (), gumbel.visited_children(tree, node), strict=False):
             np.testing.assert_array_equal(passed, recounted)
         chosen = SELECT_INTERIOR(tree, games, nodes, c_visit, c_scale, unvisited, children)
         choices.append(assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale))
@@ -881,7 +878,7 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
     monkeypatch.setattr(gumbel, "root_policy", reference_root_policy)
     plain = searches_with_reuse(s, evaluator, cfg, seed=sims)
 
-    for a, b in zip(fast, plain):
+    for a, b in zip(fast, plain, strict=True):
         np.testing.assert_array_equal(a.action, b.action)
         np.testing.assert_allclose(a.policy, b.policy, rtol=1e-5, atol=1e-7)
         np.testing.assert_array_equal(a.visits, b.visits)
@@ -983,7 +980,7 @@ def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
     cfg = SearchConfig(num_simulations=24, algorithm="gumbel", max_considered=8)
     outputs = searches_with_reuse(s, RandomEvaluator(1), cfg, seed=2)
     assert len(roots) == len(interiors) == 2 and roots[1].inherited.any()
-    for interior, out in zip(interiors, outputs):
+    for interior, out in zip(interiors, outputs, strict=True):
         tree = out.tree
         # The next in-tree choice at every node with a choice (the roots have theirs in ``Root``).
         games, nodes = np.nonzero(tree.num_legal > 1)
@@ -1002,7 +999,7 @@ def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
         only[:, 0] = np.where(tree.terminal[:, 0], -2, only[:, 0])
         np.testing.assert_array_equal(interior.next_action[others], only[others])
         np.testing.assert_array_equal(tree.forced, only)
-    for root, out in zip(roots, outputs):
+    for root, out in zip(roots, outputs, strict=True):
         tree, g = out.tree, root.games
         visits, q, prior = tree.children_visits[g, 0], tree.children_values[g, 0], tree.children_prior[g, 0]
         visited = visits > 0
@@ -1020,7 +1017,7 @@ def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
         for row in range(g.size):
             expected = np.flatnonzero(this_search[row])
             assert root.considered[row, : expected.size].tolist() == expected.tolist()
-            assert (root.considered[row, expected.size:] == expected[-1]).all()
+            assert (root.considered[row, expected.size :] == expected[-1]).all()
         rows, cols = np.arange(g.size)[:, None], root.considered
         np.testing.assert_array_equal(tree.children_visits.ravel()[root.considered_at], visits[rows, cols])
         np.testing.assert_array_equal(root.considered_base, root.base_visits[rows, cols])
@@ -1092,6 +1089,6 @@ def test_new_nodes_priors_are_the_masked_softmax(wild):
     penalty = np.where(legal, 0, search_module.ILLEGAL_VALUE).astype(np.float32)
     prior = search_module._softmax_live(logits, penalty, legal)
     assert prior.dtype == np.float32
-    np.testing.assert_allclose(prior, search_module.masked_softmax(logits, legal), rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(prior, qtransforms.masked_softmax(logits, legal), rtol=1e-6, atol=1e-7)
     assert (prior[~legal] == 0).all()
     np.testing.assert_allclose(prior.sum(axis=1), 1, rtol=1e-6)

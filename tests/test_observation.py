@@ -124,8 +124,9 @@ def test_compact_layout_is_the_grid_on_dark_squares():
     # Light squares hold only the whole-board planes (13-17) in the grid layout.
     light = np.setdiff1d(np.arange(100), CELL)
     assert (grid.reshape(64, NUM_PLANES, 100)[:, :13, light] == 0).all()
-    np.testing.assert_array_equal(grid.reshape(64, NUM_PLANES, 100)[:, 13:, light],
-                                  np.repeat(by_square[:, 13:, :1], light.size, axis=2))
+    np.testing.assert_array_equal(
+        grid.reshape(64, NUM_PLANES, 100)[:, 13:, light], np.repeat(by_square[:, 13:, :1], light.size, axis=2)
+    )
 
 
 def test_compact_planes_of_the_initial_position():

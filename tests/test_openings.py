@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 from stapel_rl.env import from_fens, legal_moves
-from stapel_rl.eval.arena import paired_start, play_match, timed_spec
 from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.arena import paired_start, play_match, timed_spec
 from stapel_rl.eval.openings import opening_fens, suite
 
 
@@ -51,8 +51,16 @@ def test_one_game_at_a_time_counts_moves_and_time_per_side():
 
     greedy = make_agent("greedy")
     counting.name = "counting"
-    result = play_match(counting, make_agent("random"), "I", 4, np.random.default_rng(0), start=start,
-                        agent_colour=colour, one_at_a_time=True)
+    result = play_match(
+        counting,
+        make_agent("random"),
+        "I",
+        4,
+        np.random.default_rng(0),
+        start=start,
+        agent_colour=colour,
+        one_at_a_time=True,
+    )
     assert set(calls) == {1}
     assert result.moves[0] <= len(calls) and result.moves.sum() == result.plies.sum()
     assert (result.seconds > 0).all() and (result.time_per_move() > 0).all()
@@ -68,10 +76,12 @@ def test_stapel_match_at_equal_time_reports_pentanomial_counts_and_time_per_move
     assert line.startswith("classical:nodes=300:time=0.05 vs greedy (Variant II): ")
     assert " of 4, score " in line and "(95% CI, pentanomial); pairs 0/0.5/1/1.5/2: " in line
     assert "time per move " in line and "suite openings, 0.05 s a move" in line
-    for bad, message in ((["--time", "-1"], "--time must be a positive"), (["--jobs", "0"], "--jobs must be"),
-                         (["--openings", "book"], None)):
+    for bad, message in (
+        (["--time", "-1"], "--time must be a positive"),
+        (["--jobs", "0"], "--jobs must be"),
+        (["--openings", "book"], None),
+    ):
         with pytest.raises(SystemExit) if message is None else contextlib.nullcontext():
             assert main(["greedy", "random", *bad]) == 2
         if message:
             assert message in capsys.readouterr().err
-

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pickle
 
 import numpy as np
-import pytest
 import pyspiel
+import pytest
 from open_spiel.python.algorithms import mcts
 from open_spiel.python.bots import uniform_random
 
@@ -60,8 +60,9 @@ def test_mcts_bot_plays_complete_games_against_random(variant, mcts_player):
     game = pyspiel.load_game(f"python_stapeldammen(variant={variant})")
     rng = np.random.RandomState(1)
     bots = [uniform_random.UniformRandomBot(p, rng) for p in range(2)]
-    bots[mcts_player] = mcts.MCTSBot(game, uct_c=2.0, max_simulations=2,
-                                     evaluator=mcts.RandomRolloutEvaluator(1, rng), random_state=rng)
+    bots[mcts_player] = mcts.MCTSBot(
+        game, uct_c=2.0, max_simulations=2, evaluator=mcts.RandomRolloutEvaluator(1, rng), random_state=rng
+    )
     state = game.new_initial_state()
     while not state.is_terminal():
         state.apply_action(bots[state.current_player()].step(state))

@@ -17,8 +17,13 @@ def test_score_and_interval_from_the_pair_spread():
     assert p.pairs == 50
     score = (3 * 0.25 + 10 * 0.5 + 20 * 0.75 + 15 * 1.0) / 50
     assert p.score == pytest.approx(score)
-    variance = (2 * score ** 2 + 3 * (0.25 - score) ** 2 + 10 * (0.5 - score) ** 2 + 20 * (0.75 - score) ** 2
-                + 15 * (1 - score) ** 2) / 50
+    variance = (
+        2 * score**2
+        + 3 * (0.25 - score) ** 2
+        + 10 * (0.5 - score) ** 2
+        + 20 * (0.75 - score) ** 2
+        + 15 * (1 - score) ** 2
+    ) / 50
     assert p.stderr() == pytest.approx(math.sqrt(variance / 50))
     # With 50 pairs the profile likelihood interval is close to the normal one from the pair spread.
     low, high = p.interval()
@@ -31,15 +36,16 @@ def test_score_and_interval_from_the_pair_spread():
 
 def test_summary_line():
     line = Pentanomial(np.array([2, 3, 10, 20, 15])).summary()
-    assert line == ("score 71.5% [63.6%, 78.2%], Elo +160 [+97, +222] (95% CI, pentanomial); "
-                    "pairs 0/0.5/1/1.5/2: 2 3 10 20 15")
+    assert line == (
+        "score 71.5% [63.6%, 78.2%], Elo +160 [+97, +222] (95% CI, pentanomial); pairs 0/0.5/1/1.5/2: 2 3 10 20 15"
+    )
 
 
 def test_one_sided_results_keep_an_honest_interval():
     # Ten lost pairs: the normal interval would be the point 0; the likelihood interval reaches up to
     # about 1 - exp(-z^2 / 2n), as the "rule of three" does for a proportion.
     low, high = Pentanomial(np.array([10, 0, 0, 0, 0])).interval()
-    assert low == 0.0 and high == pytest.approx(1 - math.exp(-1.959964 ** 2 / 20), abs=0.01)
+    assert low == 0.0 and high == pytest.approx(1 - math.exp(-(1.959964**2) / 20), abs=0.01)
     assert "Elo -inf [-inf, -269]" in Pentanomial(np.array([10, 0, 0, 0, 0])).summary()
     won = Pentanomial(np.array([0, 0, 0, 0, 3])).summary()
     assert won.startswith("score 100.0% [52.5%, 100.0%], Elo +inf [+18, +inf]")

@@ -32,15 +32,22 @@ def _command(*args: str) -> "list[str]":
 
 def run_script(lines: "list[str]", *args: str, cwd: pathlib.Path) -> subprocess.CompletedProcess:
     """The program fed ``lines`` in one go (then end of input)."""
-    return subprocess.run(_command(*args), input="".join(line + "\n" for line in lines), capture_output=True,
-                          text=True, timeout=60, cwd=cwd, env=_env())
+    return subprocess.run(
+        _command(*args),
+        input="".join(line + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=cwd,
+        env=_env(),
+    )
 
 
 def legal_moves(text: str) -> "list[str]":
     """The moves of the last ``legal moves:`` line in ``text``."""
     lines = [line for line in text.splitlines() if line.startswith("legal moves: ")]
     assert lines, f"no legal-moves line in:\n{text}"
-    moves = lines[-1][len("legal moves: "):].split(", ")
+    moves = lines[-1][len("legal moves: ") :].split(", ")
     assert all(MOVE.match(m) for m in moves), lines[-1]
     return moves
 
@@ -65,8 +72,9 @@ class Terminal:
 
     def __init__(self, *args: str, cwd: pathlib.Path):
         self.stderr = open(cwd / "stderr.txt", "w+b")
-        self.proc = subprocess.Popen(_command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                     stderr=self.stderr, cwd=cwd, env=_env())
+        self.proc = subprocess.Popen(
+            _command(*args), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr, cwd=cwd, env=_env()
+        )
         self.pending = b""
         self.transcript = ""
 
@@ -264,9 +272,12 @@ def test_capture_accepted_in_short_form(tmp_path):
                 pytest.skip("game ended before a capture came up")
             moves = legal_moves(chunk)
             captures = [m for m in moves if "x" in m]
-            singles = [m for m in captures
-                       if sum(c.split("x")[0] == m.split("x")[0] and c.split("x")[-1] == m.split("x")[-1]
-                              for c in captures) == 1]
+            singles = [
+                m
+                for m in captures
+                if sum(c.split("x")[0] == m.split("x")[0] and c.split("x")[-1] == m.split("x")[-1] for c in captures)
+                == 1
+            ]
             if singles:
                 full = singles[0]
                 short = f"{full.split('x')[0]}x{full.split('x')[-1]}"

@@ -10,6 +10,7 @@ move's text names.
 from __future__ import annotations
 
 import io
+import itertools
 
 import numpy as np
 from hypothesis import HealthCheck, given, settings
@@ -28,8 +29,17 @@ FAST = settings(max_examples=100, deadline=None, suppress_health_check=[HealthCh
 VARIANTS = st.sampled_from(["I", "II"])
 SEEDS = st.integers(0, 2**32 - 1)
 #: What position text fixes; the rest (ply, last action, rewards of the last step) is history.
-POSITION_FIELDS = ("height", "colours", "white", "black", "current_player", "capturing", "legal_action_mask",
-                   "terminated", "points")
+POSITION_FIELDS = (
+    "height",
+    "colours",
+    "white",
+    "black",
+    "current_player",
+    "capturing",
+    "legal_action_mask",
+    "terminated",
+    "points",
+)
 
 # Text near the formats, so that examples get past the first checks, mixed with anything at all.
 _STACK = st.text(alphabet="wbWB x1 ", max_size=3)
@@ -59,7 +69,7 @@ def _random_game(variant: str, seed: int, plies: int) -> "tuple[object, list[int
 def _actions_of(path: "list[int]") -> "list[int]":
     """Action ids of a move given as the squares (0-based) its stack stands on, from the geometry alone."""
     actions = []
-    for a, b in zip(path, path[1:]):
+    for a, b in itertools.pairwise(path):
         (direction,) = [d for d in range(4) if b in (NEIGHBOR[a, d], JUMP[a, d])]
         actions.append(4 * a + direction)
     return actions
@@ -104,13 +114,19 @@ def test_apply_move_plays_or_raises_value_error(text, variant):
 
 
 _TAG_LINE = st.one_of(
-    st.builds('[Variant "{}"]'.format, st.one_of(st.text(max_size=12), st.sampled_from(
-        ["", " ", "Stapeldammen", "Stapeldammen I", "Stapeldammen II", "II", "III"]))),
+    st.builds(
+        '[Variant "{}"]'.format,
+        st.one_of(
+            st.text(max_size=12),
+            st.sampled_from(["", " ", "Stapeldammen", "Stapeldammen I", "Stapeldammen II", "II", "III"]),
+        ),
+    ),
     st.builds('[FEN "{}"]'.format, FEN_LIKE),
     st.builds('[{} "{}"]'.format, st.sampled_from(["Result", "Event", "X"]), st.text(max_size=12)),
 )
-_BODY_LINE = st.lists(st.one_of(MOVE_LIKE, st.sampled_from(["1.", "1...", "2-0", "*", "32-28", "19-23"])),
-                      min_size=1, max_size=6).map(" ".join)
+_BODY_LINE = st.lists(
+    st.one_of(MOVE_LIKE, st.sampled_from(["1.", "1...", "2-0", "*", "32-28", "19-23"])), min_size=1, max_size=6
+).map(" ".join)
 _GAME = st.builds(lambda tags, body: "\n".join([*tags, "", body]), st.lists(_TAG_LINE, max_size=3), _BODY_LINE)
 PDN_LIKE = st.one_of(st.text(), st.lists(st.one_of(_GAME, _TAG_LINE, st.text(max_size=8)), max_size=4).map("\n".join))
 
@@ -139,8 +155,19 @@ def test_pdn_round_trip_of_random_games(variant, seed, plies):
 
 # Lines near the protocol: a command word and anything after it. No 'agent' lines with real
 # specs: a deep alphabeta or a network would make examples slow, not test the parser.
-_COMMANDS = ["stapel", "isready", "variant", "position", "position startpos moves", "position fen", "go",
-             "go nodes", "go movetime", "d", "agent"]
+_COMMANDS = [
+    "stapel",
+    "isready",
+    "variant",
+    "position",
+    "position startpos moves",
+    "position fen",
+    "go",
+    "go nodes",
+    "go movetime",
+    "d",
+    "agent",
+]
 ENGINE_LINE = st.one_of(
     st.text(),
     st.builds(lambda word, rest: f"{word} {rest}", st.sampled_from(_COMMANDS), st.one_of(MOVE_LIKE, FEN_LIKE)),

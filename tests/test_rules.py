@@ -152,9 +152,12 @@ def test_same_stack_leapt_twice_with_capture_in_between():
     # its second leap 28 is White's and cannot be leapt a third time.
     position |= {19: "b", 9: "b", 8: "b", 18: "b"}
     expected = [
-        "32x23x34x43x32x23x14x3x12x23", "32x23x34x43x32x23x12x3x14x23",
-        "32x23x14x3x12x23x32x43x34x23", "32x23x12x3x14x23x32x43x34x23",
-        "32x23x14x3x12x23x34x43x32x23", "32x23x12x3x14x23x34x43x32x23",
+        "32x23x34x43x32x23x14x3x12x23",
+        "32x23x34x43x32x23x12x3x14x23",
+        "32x23x14x3x12x23x32x43x34x23",
+        "32x23x12x3x14x23x32x43x34x23",
+        "32x23x14x3x12x23x34x43x32x23",
+        "32x23x12x3x14x23x34x43x32x23",
     ]
     assert moves("W", position) == sorted(expected)
     for move in expected:
@@ -358,8 +361,19 @@ def test_truncation_at_ply_cap():
     assert s.rewards.tolist() == [[0, 0]]
     for a in (0, 123, 199):
         t = step(s, np.array([a]))
-        for name in ("height", "colours", "current_player", "capturing", "last_leapt", "ply",
-                     "legal_action_mask", "terminated", "truncated", "rewards", "points"):
+        for name in (
+            "height",
+            "colours",
+            "current_player",
+            "capturing",
+            "last_leapt",
+            "ply",
+            "legal_action_mask",
+            "terminated",
+            "truncated",
+            "rewards",
+            "points",
+        ):
             np.testing.assert_array_equal(getattr(t, name), getattr(s, name), err_msg=name)
 
 
@@ -398,8 +412,9 @@ def test_multi_leap_through_step():
 # above after its first leap (one continuation left: 23x12x1 takes the most);
 # game 1 is the start position after 31-26, where Black has 9 moves.
 def test_play_forced_stops_at_the_next_decision_point():
-    s = from_fens([fen("W", {32: "w", 27: "b", 28: "b", 19: "b", 18: "b", 7: "b"}),
-                   to_fens(init(VARIANT_I))[0]], VARIANT_I)
+    s = from_fens(
+        [fen("W", {32: "w", 27: "b", 28: "b", 19: "b", 18: "b", 7: "b"}), to_fens(init(VARIANT_I))[0]], VARIANT_I
+    )
     s = step(s, np.array([action(32, UR), action(31, UL)]))
     after, played = play_forced(s)
     assert [(g.tolist(), a.tolist()) for g, a in played] == [([0], [action(23, UL)]), ([0], [action(12, UL)])]
@@ -461,8 +476,17 @@ def test_value_errors():
     assert "36-31" in message
     for legal in ("31-26", "31-27", "32-27", "32-28", "33-28", "33-29", "34-29", "34-30", "35-30"):
         assert legal in message
-    assert sorted(legal_moves(start)) == ["31-26", "31-27", "32-27", "32-28", "33-28",
-                                          "33-29", "34-29", "34-30", "35-30"]
+    assert sorted(legal_moves(start)) == [
+        "31-26",
+        "31-27",
+        "32-27",
+        "32-28",
+        "33-28",
+        "33-29",
+        "34-29",
+        "34-30",
+        "35-30",
+    ]
     s = init(VARIANT_I, 2)
     with pytest.raises(ValueError, match="game 1"):
         step(s, np.array([action(31, UL), action(36, UR)]))  # 36-31: taken

@@ -34,8 +34,14 @@ def one_thread():
 
 def untrained_policy(tmp_path, variant: str = "I") -> pathlib.Path:
     """A MaskablePPO made on VersusAgent and saved untrained (no learning: fast)."""
-    model = MaskablePPO("MlpPolicy", VersusAgent(StapelEnv(variant), opponent="random"), n_steps=64,
-                        policy_kwargs={"net_arch": [32]}, seed=0, device="cpu")
+    model = MaskablePPO(
+        "MlpPolicy",
+        VersusAgent(StapelEnv(variant), opponent="random"),
+        n_steps=64,
+        policy_kwargs={"net_arch": [32]},
+        seed=0,
+        device="cpu",
+    )
     path = tmp_path / "policy.zip"
     model.save(path)
     return path
@@ -77,8 +83,9 @@ def test_spec_errors_name_what_is_allowed(tmp_path):
 def test_maskable_ppo_learns_on_versus_agent_and_its_policy_plays(tmp_path):
     """A short MaskablePPO run (a few hundred steps) on VersusAgent, then the saved policy as an agent."""
     env = VersusAgent(StapelEnv("I"), opponent="greedy", colour="random")
-    model = MaskablePPO("MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=2,
-                        policy_kwargs={"net_arch": [64]}, seed=0, device="cpu")
+    model = MaskablePPO(
+        "MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=2, policy_kwargs={"net_arch": [64]}, seed=0, device="cpu"
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         model.learn(total_timesteps=256)
@@ -92,9 +99,24 @@ def test_maskable_ppo_learns_on_versus_agent_and_its_policy_plays(tmp_path):
 @pytest.mark.slow
 def test_example_trains_saves_and_scores(tmp_path):
     out = subprocess.run(
-        [sys.executable, str(ROOT / "examples" / "sb3_maskable_ppo.py"), "--timesteps", "64", "--envs", "2",
-         "--n-steps", "64", "--pairs", "1", "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=300, cwd=ROOT,
+        [
+            sys.executable,
+            str(ROOT / "examples" / "sb3_maskable_ppo.py"),
+            "--timesteps",
+            "64",
+            "--envs",
+            "2",
+            "--n-steps",
+            "64",
+            "--pairs",
+            "1",
+            "--out",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "maskable_ppo.zip").exists()

@@ -34,8 +34,7 @@ def row_key(fields: dict, i: int) -> bytes:
 def test_recorded_positions_are_the_finished_games_with_their_results(variant_name, forced_rounds):
     variant = get_variant(variant_name).with_ply_cap(150)  # games of about 100 full moves, most decided
     search = SearchConfig(4, "gumbel", forced_rounds=forced_rounds)
-    selfplay = SelfPlay(variant, UniformEvaluator(), search, SelfPlayConfig(num_games=6),
-                        np.random.default_rng(1))
+    selfplay = SelfPlay(variant, UniformEvaluator(), search, SelfPlayConfig(num_games=6), np.random.default_rng(1))
     positions = selfplay.play(300)
     games = selfplay.take_finished_games()
     assert len(positions) >= 300 and len(games) >= 3
@@ -70,8 +69,13 @@ def test_recorded_positions_are_the_finished_games_with_their_results(variant_na
 def test_the_kept_subtree_root_is_the_position_played(forced_rounds):
     # The search's children stop after forced_rounds forced actions, self-play plays them all: a game
     # keeps its subtree only where the chosen child holds the position the game is in.
-    selfplay = SelfPlay(get_variant("I"), UniformEvaluator(), SearchConfig(8, "gumbel", forced_rounds=forced_rounds),
-                        SelfPlayConfig(num_games=16), np.random.default_rng(3))
+    selfplay = SelfPlay(
+        get_variant("I"),
+        UniformEvaluator(),
+        SearchConfig(8, "gumbel", forced_rounds=forced_rounds),
+        SelfPlayConfig(num_games=16),
+        np.random.default_rng(3),
+    )
     kept = 0
     for _ in range(150):
         selfplay._decide()
@@ -86,8 +90,9 @@ def test_the_kept_subtree_root_is_the_position_played(forced_rounds):
 
 def test_unfinished_games_stay_pending_and_arrive_later():
     variant = get_variant("I").with_ply_cap(30)
-    selfplay = SelfPlay(variant, UniformEvaluator(), SearchConfig(2, "gumbel"), SelfPlayConfig(num_games=4),
-                        np.random.default_rng(2))
+    selfplay = SelfPlay(
+        variant, UniformEvaluator(), SearchConfig(2, "gumbel"), SelfPlayConfig(num_games=4), np.random.default_rng(2)
+    )
     first = selfplay.play(1)
     games = selfplay.take_finished_games()
     pending = sum(len(p["serial"]) for p in selfplay.pending)
@@ -101,11 +106,16 @@ def test_unfinished_games_stay_pending_and_arrive_later():
 def test_value_target_mixes_result_and_root_value_and_old_buffers_load():
     import io
 
-    from stapel_rl.train.replay import FIELDS, Positions, ReplayBuffer
+    from stapel_rl.train.replay import FIELDS, ReplayBuffer
 
     variant = get_variant("I")
-    selfplay = SelfPlay(variant.with_ply_cap(150), UniformEvaluator(), SearchConfig(4, "gumbel"),
-                        SelfPlayConfig(num_games=4), np.random.default_rng(3))
+    selfplay = SelfPlay(
+        variant.with_ply_cap(150),
+        UniformEvaluator(),
+        SearchConfig(4, "gumbel"),
+        SelfPlayConfig(num_games=4),
+        np.random.default_rng(3),
+    )
     positions = selfplay.play(50)
     root = positions.arrays["root_value"]
     assert root.dtype == np.float32 and (np.abs(root) <= 1).all()

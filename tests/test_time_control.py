@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from test_mcts import check_tree
 
 from stapel_rl.env import init
 from stapel_rl.eval.agents import make_agent
@@ -19,8 +20,6 @@ from stapel_rl.eval.network_agents import UNLIMITED, MCTSAgent
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.mcts.tree import PER_CHILD, PER_NODE, grow
 from stapel_rl.models import UniformEvaluator
-
-from test_mcts import check_tree
 
 STEP = 1 / 64
 
@@ -76,8 +75,10 @@ def test_a_grown_tree_keeps_its_nodes_and_the_search_continues_in_it(algorithm):
     grown = grow(first, 40)
     assert grown.capacity == 40 and grown.num_nodes.tolist() == first.num_nodes.tolist()
     for name in PER_NODE + PER_CHILD:
-        np.testing.assert_array_equal(getattr(grown, name)[:, :first.capacity], getattr(first, name), err_msg=name)
-    assert (grown.children_index[:, first.capacity:] == -1).all() and (grown.node_visits[:, first.capacity:] == 0).all()
+        np.testing.assert_array_equal(getattr(grown, name)[:, : first.capacity], getattr(first, name), err_msg=name)
+    assert (grown.children_index[:, first.capacity :] == -1).all() and (
+        grown.node_visits[:, first.capacity :] == 0
+    ).all()
     out = search(state, UniformEvaluator(), dataclasses.replace(config, num_simulations=30), rng, tree=grown)
     assert out.tree is grown and out.tree.node_visits[:, 0].tolist() == [39, 39]
     check_tree(out.tree)
@@ -86,8 +87,9 @@ def test_a_grown_tree_keeps_its_nodes_and_the_search_continues_in_it(algorithm):
 @pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
 @pytest.mark.parametrize("seconds", [0.25, 1.0, 3.0])
 def test_timed_agent_searches_until_the_time_is_spent(clock, algorithm, seconds):
-    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm),
-                      seconds=seconds)
+    agent = MCTSAgent(
+        ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm), seconds=seconds
+    )
     state = init("I", 2)
     action = agent(state, np.random.default_rng(0))
     assert state.legal_action_mask[[0, 1], action].all()
@@ -114,12 +116,18 @@ def test_agent_spec_time_option():
     assert agent.seconds is None and agent.config.num_simulations == 16
 
 
-@pytest.mark.parametrize("option, message", [
-    ("time=0", "time must be positive and finite"), ("time=-1", "time must be positive and finite"),
-    ("time=inf", "time must be positive and finite"), ("time=soon", "time='soon' is not a number"),
-    ("sims=0", "sims must be positive"), ("sims=1.5", "sims='1.5' is not a number"),
-    ("seconds=1", "unknown mcts agent option"),
-])
+@pytest.mark.parametrize(
+    "option, message",
+    [
+        ("time=0", "time must be positive and finite"),
+        ("time=-1", "time must be positive and finite"),
+        ("time=inf", "time must be positive and finite"),
+        ("time=soon", "time='soon' is not a number"),
+        ("sims=0", "sims must be positive"),
+        ("sims=1.5", "sims='1.5' is not a number"),
+        ("seconds=1", "unknown mcts agent option"),
+    ],
+)
 def test_agent_spec_rejects_bad_limits(option, message):
     with pytest.raises(ValueError, match=message):
         make_agent(f"mcts:variant_I:{option}")

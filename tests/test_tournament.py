@@ -62,8 +62,24 @@ def test_killed_tournament_resumes_without_replaying(tmp_path):
 
 def test_tournament_command_writes_ratings(tmp_path):
     out = tmp_path / "t"
-    done = subprocess.run([sys.executable, "-m", "stapel_rl.cli.tournament", "greedy", "random", "--pairs", "4",
-                           "--variant", "II", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stapel_rl.cli.tournament",
+            "greedy",
+            "random",
+            "--pairs",
+            "4",
+            "--variant",
+            "II",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr
     assert "Elo" in done.stdout and "greedy" in done.stdout
     ratings = json.loads((out / "ratings.json").read_text())
@@ -75,12 +91,28 @@ def test_tournament_command_writes_ratings(tmp_path):
     assert len(read_games((out / "games.pdn").read_text())) == 8
 
 
-
 def test_sprt_command_accepts_h1_for_a_stronger_agent():
     # In Variant II greedy scores about 65-70% against random (over +100 Elo).
-    done = subprocess.run([sys.executable, "-m", "stapel_rl.cli.sprt", "greedy", "random", "--variant", "II",
-                           "--elo0", "0", "--elo1", "20", "--batch-pairs", "32"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "stapel_rl.cli.sprt",
+            "greedy",
+            "random",
+            "--variant",
+            "II",
+            "--elo0",
+            "0",
+            "--elo1",
+            "20",
+            "--batch-pairs",
+            "32",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.splitlines()[-1].startswith("H1: greedy is stronger")
 

@@ -43,8 +43,15 @@ def test_one_iteration_end_to_end(tmp_path, variant):
 @pytest.mark.slow
 def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     run = tmp_path / "run"
-    cmd = [sys.executable, "-m", "stapel_rl.train", f"hydra.run.dir={run}", *TINY,
-           "train.iterations=0", "train.eval_every=0"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "stapel_rl.train",
+        f"hydra.run.dir={run}",
+        *TINY,
+        "train.iterations=0",
+        "train.eval_every=0",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.time() + 90
@@ -63,7 +70,8 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     done = run_train(run, f"train.iterations={iteration + 1}", "train.eval_every=0")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resumed from {newest}: iteration {iteration}, {steps} gradient steps, {buffer_size} positions" in (
-        done.stdout + done.stderr)
+        done.stdout + done.stderr
+    )
     after = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
     assert after["counters"]["iteration"] == iteration + 1
 
@@ -90,8 +98,13 @@ def test_checkpoints_keep_the_newest(tmp_path):
 def test_checkpoints_by_time_still_save_the_last_iteration(tmp_path):
     # An hour between saves: the only checkpoint is the final iteration's, and its counters include
     # the time spent saving it, so a budgeted run cannot overrun by its saves.
-    done = run_train(tmp_path / "run", "train.iterations=3", "train.eval_every=0", "train.checkpoint_every=0",
-                     "train.checkpoint_every_minutes=60")
+    done = run_train(
+        tmp_path / "run",
+        "train.iterations=3",
+        "train.eval_every=0",
+        "train.checkpoint_every=0",
+        "train.checkpoint_every_minutes=60",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     (ckpt,) = checkpoint.list_checkpoints(tmp_path / "run" / "checkpoints")
     state = checkpoint.load(ckpt)
@@ -106,8 +119,9 @@ def test_unknown_config_key_fails_with_hydra_error(tmp_path):
 
 @pytest.mark.slow
 def test_gated_run_records_the_sprt(tmp_path):
-    done = run_train(tmp_path / "run", "train.gate=true", "train.gate_every=1", "train.gate_max_pairs=4",
-                     "train.gate_simulations=2")
+    done = run_train(
+        tmp_path / "run", "train.gate=true", "train.gate_every=1", "train.gate_max_pairs=4", "train.gate_simulations=2"
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
@@ -123,8 +137,15 @@ def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
     run = tmp_path / "run"
-    done = run_train(run, "train.iterations=2", "train.keep_every_minutes=1e-6", "train.eval_every=2",
-                     "train.eval_opponents=[random,alphabeta:1]", "train.eval_games=2", "variant.ply_cap=40")
+    done = run_train(
+        run,
+        "train.iterations=2",
+        "train.keep_every_minutes=1e-6",
+        "train.eval_every=2",
+        "train.eval_opponents=[random,alphabeta:1]",
+        "train.eval_games=2",
+        "variant.ply_cap=40",
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "eval at iteration 2: vs random" in done.stdout and "vs alphabeta:1" in done.stdout
     # One snapshot per iteration (the schedule is tiny), each the network alone with the run's clock.

@@ -32,9 +32,13 @@ def test_training_precision_choice():
 def test_bf16_training_follows_fp32_and_keeps_fp32_weights():
     state = random_positions("I", 64, 20, np.random.default_rng(0))
     mask = canonical_mask(state)
-    batch = TrainingBatch(encode(state, "grid"), mask, (mask / mask.sum(1, keepdims=True)).astype(np.float32),
-                          np.random.default_rng(1).choice([-1.0, 1.0], 64).astype(np.float32),
-                          np.zeros(64, np.float32))
+    batch = TrainingBatch(
+        encode(state, "grid"),
+        mask,
+        (mask / mask.sum(1, keepdims=True)).astype(np.float32),
+        np.random.default_rng(1).choice([-1.0, 1.0], 64).astype(np.float32),
+        np.zeros(64, np.float32),
+    )
     losses = {}
     for precision in ("fp32", "bf16"):
         torch.manual_seed(0)

@@ -47,8 +47,21 @@ def error_of(response: httpx.Response, status: int) -> str:
 
 def test_agents_lists_baselines_and_committed_checkpoints(client):
     data = client.get("/api/agents").json()
-    assert data["agents"] == ["random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4",
-                              "classical:time=0.1", "classical:time=0.5", "classical:time=1", "mcts:variant_I", "policy:variant_I", "mcts:variant_II", "policy:variant_II"]
+    assert data["agents"] == [
+        "random",
+        "greedy",
+        "alphabeta:1",
+        "alphabeta:2",
+        "alphabeta:3",
+        "alphabeta:4",
+        "classical:time=0.1",
+        "classical:time=0.5",
+        "classical:time=1",
+        "mcts:variant_I",
+        "policy:variant_I",
+        "mcts:variant_II",
+        "policy:variant_II",
+    ]
     assert data["checkpoints"] == [{"name": "variant_I", "variant": "I"}, {"name": "variant_II", "variant": "II"}]
     assert data["analysis"] == {"I": "mcts:variant_I", "II": "mcts:variant_II"}
 
@@ -103,30 +116,36 @@ def test_game_over_result(client):
     assert message == "the game is over (Black cannot move: White wins): no more moves"
 
 
-@pytest.mark.parametrize("move, message", [
-    ("zz", "malformed move 'zz': expected e.g. '32-28' or '28x19x10'"),
-    ("32-51", "malformed move '32-51': square 51 is not between 1 and 50"),
-    ("32-23", "illegal move '32-23'; legal moves: " + ", ".join(START_MOVES_I)),
-])
+@pytest.mark.parametrize(
+    "move, message",
+    [
+        ("zz", "malformed move 'zz': expected e.g. '32-28' or '28x19x10'"),
+        ("32-51", "malformed move '32-51': square 51 is not between 1 and 50"),
+        ("32-23", "illegal move '32-23'; legal moves: " + ", ".join(START_MOVES_I)),
+    ],
+)
 def test_bad_moves_are_refused_and_change_nothing(client, move, message):
     game = new_game(client)
     assert error_of(client.post(f"/api/games/{game['id']}/moves", json={"move": move}), 400) == message
     assert client.get(f"/api/games/{game['id']}").json() == game
 
 
-@pytest.mark.parametrize("body, status, message", [
-    ({"agent": "mcts:/etc/passwd"}, 400, "unknown agent 'mcts:/etc/passwd'"),
-    ({"agent": "policy:../checkpoints/variant_I"}, 400, "unknown agent 'policy:../checkpoints/variant_I'"),
-    ({"agent": "alphabeta:9"}, 400, "unknown agent 'alphabeta:9'"),
-    ({"agent": "classical:eval=/etc/passwd"}, 400, "unknown agent 'classical:eval=/etc/passwd'"),
-    ({"agent": "mcts:variant_I:sims=0"}, 400, "simulations must be between 1 and 1024, got 0"),
-    ({"agent": "mcts:variant_I:temp=1"}, 400, "agent 'mcts:variant_I:temp=1': unexpected option 'temp=1'"),
-    ({"variant": "III"}, 400, "unknown variant 'III': expected one of ['I', 'II']"),
-    ({"human": "red"}, 400, "human must be 'white' or 'black', got 'red'"),
-    ({"seed": -1}, 400, "seed must be a whole number >= 0, got -1"),
-    ({"fen": "W:w"}, 400, "malformed FEN: position text 'W:w': expected 50 comma-separated squares, got 1"),
-    ({"colour": "white"}, 422, "invalid request: colour: Extra inputs are not permitted"),
-])
+@pytest.mark.parametrize(
+    "body, status, message",
+    [
+        ({"agent": "mcts:/etc/passwd"}, 400, "unknown agent 'mcts:/etc/passwd'"),
+        ({"agent": "policy:../checkpoints/variant_I"}, 400, "unknown agent 'policy:../checkpoints/variant_I'"),
+        ({"agent": "alphabeta:9"}, 400, "unknown agent 'alphabeta:9'"),
+        ({"agent": "classical:eval=/etc/passwd"}, 400, "unknown agent 'classical:eval=/etc/passwd'"),
+        ({"agent": "mcts:variant_I:sims=0"}, 400, "simulations must be between 1 and 1024, got 0"),
+        ({"agent": "mcts:variant_I:temp=1"}, 400, "agent 'mcts:variant_I:temp=1': unexpected option 'temp=1'"),
+        ({"variant": "III"}, 400, "unknown variant 'III': expected one of ['I', 'II']"),
+        ({"human": "red"}, 400, "human must be 'white' or 'black', got 'red'"),
+        ({"seed": -1}, 400, "seed must be a whole number >= 0, got -1"),
+        ({"fen": "W:w"}, 400, "malformed FEN: position text 'W:w': expected 50 comma-separated squares, got 1"),
+        ({"colour": "white"}, 422, "invalid request: colour: Extra inputs are not permitted"),
+    ],
+)
 def test_bad_new_game_requests(client, body, status, message):
     assert error_of(client.post("/api/games", json={"agent": "random", **body}), status).startswith(message)
 
@@ -177,13 +196,16 @@ def test_analyse_a_capture_names_its_first_leap(client):
     assert (move["move"], move["path"], move["continuations"], move["visits"]) == ("32x23", [32, 23], 2, 4)
 
 
-@pytest.mark.parametrize("body, message", [
-    ({"agent": "greedy"}, "agent 'greedy' has no network to search with"),
-    ({"agent": "mcts:/etc/passwd"}, "unknown agent 'mcts:/etc/passwd'"),
-    ({"simulations": 0}, "simulations must be between 1 and 1024, got 0"),
-    ({"fen": "X:"}, "malformed FEN: position text 'X:': side to move must be 'W' or 'B', got 'X'"),
-    ({"fen": LAST_CAPTURE.replace(",w,", ",,")}, "the game is over in this position"),
-])
+@pytest.mark.parametrize(
+    "body, message",
+    [
+        ({"agent": "greedy"}, "agent 'greedy' has no network to search with"),
+        ({"agent": "mcts:/etc/passwd"}, "unknown agent 'mcts:/etc/passwd'"),
+        ({"simulations": 0}, "simulations must be between 1 and 1024, got 0"),
+        ({"fen": "X:"}, "malformed FEN: position text 'X:': side to move must be 'W' or 'B', got 'X'"),
+        ({"fen": LAST_CAPTURE.replace(",w,", ",,")}, "the game is over in this position"),
+    ],
+)
 def test_bad_analyse_requests(client, body, message):
     full = {"fen": START_I, "variant": "I", "agent": "mcts:variant_I", "simulations": 2, **body}
     assert error_of(client.post("/api/analyse", json=full), 400).startswith(message)
@@ -318,8 +340,11 @@ def test_page_and_static_files_are_served(client):
     page = client.get("/")
     assert page.status_code == 200 and 'id="moves"' in page.text and 'id="status"' in page.text
     # Nothing from the network, so the page works offline: its files come from /static/ ...
-    assert re.findall(r'(?:src|href)="([^"#]+)"', page.text) == ["/static/style.css", "/static/board.js",
-                                                                "/static/app.js"]
+    assert re.findall(r'(?:src|href)="([^"#]+)"', page.text) == [
+        "/static/style.css",
+        "/static/board.js",
+        "/static/app.js",
+    ]
     for name in ("app.js", "board.js", "style.css"):
         response = client.get(f"/static/{name}")
         assert response.status_code == 200

@@ -24,8 +24,16 @@ pytestmark = pytest.mark.slow
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 # No network on the test machines: without these Chromium stalls on lookups and updates.
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TWO_LEAPS = "W:b,b,,,,,,,,,,,,,,,,b,b,,,,,,,,b,b,,,,w,,,,,,,,,,,,,,w,w,,,"
 MOVES = "#moves li"
 
@@ -159,7 +167,8 @@ def test_replay_a_pdn_file(page, url, tmp_path):
     fen = apply_move(apply_move(initial_fen("I"), moves[0]), moves[1])
     stacks = board(from_fens([fen], "I"))
     drawn = page.eval_on_selector_all(
-        ".square", "els => els.map(e => { const t = e.querySelector('.stack title'); return t ? t.textContent : ''; })")
+        ".square", "els => els.map(e => { const t = e.querySelector('.stack title'); return t ? t.textContent : ''; })"
+    )
     assert [d.rsplit(" ", 1)[-1] if d else "" for d in drawn] == stacks
     page.keyboard.press("ArrowLeft")
     assert page.text_content("#replay-pos") == f"move 1 of {len(moves)}"

@@ -24,10 +24,9 @@ import sys
 import venv
 
 import pytest
+from test_engine_protocol import EngineProcess
 
 from stapel_rl.env import apply_move, initial_fen, legal_moves
-
-from test_engine_protocol import EngineProcess
 
 REPO = pathlib.Path(__file__).resolve().parents[1]
 # What building the wheel reads: the package (configs/ and checkpoints/ inside it are symlinks to
@@ -52,8 +51,12 @@ def _running_site_packages() -> "list[str]":
 
 def _see_running_packages(python: pathlib.Path) -> None:
     """Make the environment of ``python`` import the running interpreter's packages after its own."""
-    own = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                         capture_output=True, text=True, check=True).stdout.strip()
+    own = subprocess.run(
+        [str(python), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
     (pathlib.Path(own) / "_running_interpreter.pth").write_text("".join(d + "\n" for d in _running_site_packages()))
 
 
@@ -69,14 +72,42 @@ def installed(tmp_path_factory) -> "tuple[pathlib.Path, pathlib.Path]":
             shutil.copytree(path, source / name, symlinks=True, ignore=IGNORE)
         else:
             shutil.copy2(path, source / name)
-    _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(root / "dist"),
-          str(source)], cwd=root, timeout=300)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(root / "dist"),
+            str(source),
+        ],
+        cwd=root,
+        timeout=300,
+    )
     (wheel,) = (root / "dist").glob("stapel_rl-*.whl")
     venv.create(root / "env", with_pip=False)
     bin_dir = root / "env" / "bin"
     _see_running_packages(bin_dir / "python")
-    _run([sys.executable, "-m", "pip", "--python", str(bin_dir / "python"), "install", "--no-deps",
-          "--ignore-installed", "--no-index", "-q", str(wheel)], cwd=root)
+    _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(bin_dir / "python"),
+            "install",
+            "--no-deps",
+            "--ignore-installed",
+            "--no-index",
+            "-q",
+            str(wheel),
+        ],
+        cwd=root,
+    )
     work = root / "work"
     work.mkdir()
     return bin_dir, work
@@ -85,14 +116,28 @@ def installed(tmp_path_factory) -> "tuple[pathlib.Path, pathlib.Path]":
 @pytest.mark.slow
 def test_the_environment_imports_the_installed_package(installed):
     bin_dir, work = installed
-    out = _run([str(bin_dir / "python"), "-c", "import stapel_rl, stapel_rl.bundled as b, stapel_rl.train.app as a; "
-                "print(stapel_rl.__file__, a.CONFIG_DIR, stapel_rl.pretrained('II'), sep='\\n')"], cwd=work)
+    out = _run(
+        [
+            str(bin_dir / "python"),
+            "-c",
+            "import stapel_rl, stapel_rl.bundled as b, stapel_rl.train.app as a; "
+            "print(stapel_rl.__file__, a.CONFIG_DIR, stapel_rl.pretrained('II'), sep='\\n')",
+        ],
+        cwd=work,
+    )
     module, config_dir, agent = (pathlib.Path(line) for line in out.splitlines())
-    package = bin_dir.parent / "lib" / f"python{sys.version_info.major}.{sys.version_info.minor}" / "site-packages" / "stapel_rl"
+    package = (
+        bin_dir.parent
+        / "lib"
+        / f"python{sys.version_info.major}.{sys.version_info.minor}"
+        / "site-packages"
+        / "stapel_rl"
+    )
     assert module == package / "__init__.py"
     assert config_dir == package / "configs" and not config_dir.is_symlink()
     assert sorted(p.relative_to(config_dir).as_posix() for p in config_dir.rglob("*.yaml")) == sorted(
-        p.relative_to(REPO / "configs").as_posix() for p in (REPO / "configs").rglob("*.yaml"))
+        p.relative_to(REPO / "configs").as_posix() for p in (REPO / "configs").rglob("*.yaml")
+    )
     assert agent == package / "checkpoints" / "variant_II.pt"
     assert agent.read_bytes() == (REPO / "checkpoints" / "variant_II.pt").read_bytes()
     assert (package / "checkpoints" / "variant_I.md").read_text() == (REPO / "checkpoints" / "variant_I.md").read_text()
@@ -101,23 +146,35 @@ def test_the_environment_imports_the_installed_package(installed):
 @pytest.mark.slow
 def test_stapel_train_runs_from_another_directory(installed):
     bin_dir, work = installed
-    _run([str(bin_dir / "stapel-train"), "train=tiny", "model=tiny", "mcts.num_simulations=4", "train.threads=1",
-          "hydra.run.dir=run"], cwd=work, timeout=180)
+    _run(
+        [
+            str(bin_dir / "stapel-train"),
+            "train=tiny",
+            "model=tiny",
+            "mcts.num_simulations=4",
+            "train.threads=1",
+            "hydra.run.dir=run",
+        ],
+        cwd=work,
+        timeout=180,
+    )
     assert sorted(p.name for p in (work / "run" / "checkpoints").glob("*.pt")) == ["ckpt_00000001.pt"]
     # A user's own config directory adds to the packaged one.
     mine = work / "mine" / "model"
     mine.mkdir(parents=True)
     (mine / "narrow.yaml").write_text("defaults:\n  - tiny\nchannels: 8\n")
-    out = _run([str(bin_dir / "stapel-train"), "--config-dir", str(work / "mine"), "model=narrow", "--cfg", "job"],
-               cwd=work)
+    out = _run(
+        [str(bin_dir / "stapel-train"), "--config-dir", str(work / "mine"), "model=narrow", "--cfg", "job"], cwd=work
+    )
     assert re.search(r"^model:\n(  .*\n)*  channels: 8\n", out, re.M) and re.search(r"^  blocks: 2$", out, re.M)
 
 
 @pytest.mark.slow
 def test_stapel_match_plays_the_bundled_agent_by_name(installed):
     bin_dir, work = installed
-    out = _run([str(bin_dir / "stapel-match"), "mcts:variant_I:sims=8", "random", "--games", "4", "--variant", "I"],
-               cwd=work)
+    out = _run(
+        [str(bin_dir / "stapel-match"), "mcts:variant_I:sims=8", "random", "--games", "4", "--variant", "I"], cwd=work
+    )
     line = re.fullmatch(r"mcts:variant_I:sims=8 vs random \(Variant I\): (\d+)-(\d+)-(\d+)\b.*\n", out)
     assert line and sum(int(n) for n in line.groups()) == 4, out
 
@@ -125,8 +182,15 @@ def test_stapel_match_plays_the_bundled_agent_by_name(installed):
 @pytest.mark.slow
 def test_stapel_engine_plays_the_bundled_agent_by_name(installed):
     bin_dir, work = installed
-    engine = EngineProcess("--agent", "mcts:variant_II:sims=8", "--variant", "II",
-                           command=[str(bin_dir / "stapel-engine")], cwd=str(work), env=ENV)
+    engine = EngineProcess(
+        "--agent",
+        "mcts:variant_II:sims=8",
+        "--variant",
+        "II",
+        command=[str(bin_dir / "stapel-engine")],
+        cwd=str(work),
+        env=ENV,
+    )
     try:
         engine.send("stapel")
         assert engine.read_until("stapelok")[-2] == "id agent mcts:variant_II:sims=8"

@@ -4,6 +4,7 @@ import dataclasses
 
 import numpy as np
 import pytest
+from test_selfplay import replay_game
 
 from stapel_rl.env import get_variant
 from stapel_rl.mcts import SearchConfig
@@ -12,14 +13,19 @@ from stapel_rl.train.replay import FIELDS
 from stapel_rl.train.selfplay import SelfPlayConfig
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
 
-from test_selfplay import replay_game
-
 CONFIG = dataclasses.replace(PRESETS["tiny"], layout="compact")
 
 
 def spec(index: int, **changes) -> WorkerSpec:
-    base = WorkerSpec("I", 60, dataclasses.asdict(CONFIG), "fp32", SearchConfig(2, "gumbel"),
-                      SelfPlayConfig(num_games=4), (0, index, 0))
+    base = WorkerSpec(
+        "I",
+        60,
+        dataclasses.asdict(CONFIG),
+        "fp32",
+        SearchConfig(2, "gumbel"),
+        SelfPlayConfig(num_games=4),
+        (0, index, 0),
+    )
     return dataclasses.replace(base, **changes)
 
 

@@ -145,7 +145,8 @@ def test_fixed_info_keys_keeps_the_keys_of_reset_all_game(variant):
         obs, _, terminated, truncated, info = env.last()
         if terminated or truncated:  # the game is over: its result, as the bare env gives it
             assert info["result"] == int(env.unwrapped.state.rewards[0, 0]) and info["points"] == [
-                int(p) for p in env.unwrapped.state.points[0]]
+                int(p) for p in env.unwrapped.state.points[0]
+            ]
         assert {a: set(info) for a, info in env.infos.items()} == {a: keys[a] for a in env.agents}
         env.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
     assert not env.infos  # every agent has stepped out

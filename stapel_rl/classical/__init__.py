@@ -6,7 +6,7 @@ Importing this package imports numpy, numba and ``stapel_rl.env`` only.
 from stapel_rl.classical.evaluation import FEATURES, features, load_weights
 from stapel_rl.classical.movegen import perft
 from stapel_rl.classical.position import Position, legal_move_texts, row_text, step_actions
-from stapel_rl.classical.searcher import SearchInfo, SearchResult, Searcher
+from stapel_rl.classical.searcher import Searcher, SearchInfo, SearchResult
 
 __all__ = [
     "FEATURES",

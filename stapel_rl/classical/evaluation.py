@@ -38,8 +38,19 @@ from numba import njit
 
 from stapel_rl.classical.board import ALL_SQUARES, FORWARD, NEIGHBOR8, ROW8, SCORING_ROW, plain_sources, popcount
 
-FEATURES = ("material", "stacks", "captives", "rescue", "mobility", "blocked", "advancement", "back_guard",
-            "points", "race", "to_move")
+FEATURES = (
+    "material",
+    "stacks",
+    "captives",
+    "rescue",
+    "mobility",
+    "blocked",
+    "advancement",
+    "back_guard",
+    "points",
+    "race",
+    "to_move",
+)
 NUM_FEATURES = len(FEATURES)
 _ONE = np.uint64(1)
 _WEIGHTS_DIR = pathlib.Path(__file__).resolve().parent
@@ -143,8 +154,7 @@ def evaluate_incremental(side: int, white: np.uint64, black: np.uint64, squares:
     wl, wr = plain_sources(white, empty, 0)
     bl, br = plain_sources(black, empty, 1)
     mobility = popcount(wl) + popcount(wr) - popcount(bl) - popcount(br)
-    blocked = (popcount(white & ~SCORING_ROW[0] & ~(wl | wr))
-               - popcount(black & ~SCORING_ROW[1] & ~(bl | br)))
+    blocked = popcount(white & ~SCORING_ROW[0] & ~(wl | wr)) - popcount(black & ~SCORING_ROW[1] & ~(bl | br))
     value = squares + weights[4] * mobility + weights[5] * blocked
     return (value if side == 0 else -value) + weights[10]
 
@@ -195,15 +205,17 @@ def read_weights(path: "str | pathlib.Path") -> "tuple[np.ndarray, dict]":
         raise ValueError(f"weights file {str(path)!r} is not valid JSON: {err}") from None
     expected = '{"metadata": {...}, "weights": {feature: number, ...}}'
     if not isinstance(data, dict) or not isinstance(data.get("weights"), dict):
-        raise ValueError(f"weights file {str(path)!r} has no \"weights\" object; expected {expected}")
+        raise ValueError(f'weights file {str(path)!r} has no "weights" object; expected {expected}')
     metadata = data.get("metadata", {})
     if not isinstance(metadata, dict):
-        raise ValueError(f"weights file {str(path)!r}: \"metadata\" must be an object; expected {expected}")
+        raise ValueError(f'weights file {str(path)!r}: "metadata" must be an object; expected {expected}')
     named = data["weights"]
     unknown = sorted(set(named) - set(FEATURES))
     missing = [f for f in FEATURES if f not in named]
     if unknown or missing:
-        problems = ([f"unknown features {unknown}"] if unknown else []) + ([f"missing features {missing}"] if missing else [])
+        problems = ([f"unknown features {unknown}"] if unknown else []) + (
+            [f"missing features {missing}"] if missing else []
+        )
         raise ValueError(f"weights file {str(path)!r}: {'; '.join(problems)}; the features are {list(FEATURES)}")
     values = []
     for f in FEATURES:

@@ -41,8 +41,16 @@ def _place(h, c, s, key, white, black, squares, weights):
 
 
 @njit(cache=True, nogil=True)
-def play(h: np.ndarray, c: np.ndarray, mv: np.ndarray, ply: int, keys: np.ndarray, occ: np.ndarray,
-         sums: np.ndarray, weights: np.ndarray) -> None:
+def play(
+    h: np.ndarray,
+    c: np.ndarray,
+    mv: np.ndarray,
+    ply: int,
+    keys: np.ndarray,
+    occ: np.ndarray,
+    sums: np.ndarray,
+    weights: np.ndarray,
+) -> None:
     """Make full move ``mv`` on ``h``/``c``; ``keys``, ``occ`` (``[ply, 2]``) and ``sums`` of
     ``ply + 1`` become those of the position after it, from those of ``ply``."""
     key = keys[ply]

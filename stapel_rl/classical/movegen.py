@@ -83,8 +83,9 @@ def _captures_from(h, c, side, start, first_banned, moves, n, best, stack):
 
 
 @njit(cache=True, nogil=True)
-def generate(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt: int,
-             moves: np.ndarray, stack: np.ndarray) -> "tuple[int, int]":
+def generate(
+    h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt: int, moves: np.ndarray, stack: np.ndarray
+) -> "tuple[int, int]":
     """Legal full moves into ``moves`` (``int8 [MAX_MOVES, MOVE_WIDTH]``).
 
     ``capturing >= 0``: the position is in the middle of a capture by that
@@ -104,8 +105,9 @@ def generate(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt
 
 
 @njit(cache=True, nogil=True)
-def generate_bb(h: np.ndarray, c: np.ndarray, side: int, own: np.uint64, opp: np.uint64,
-                moves: np.ndarray, stack: np.ndarray) -> "tuple[int, int]":
+def generate_bb(
+    h: np.ndarray, c: np.ndarray, side: int, own: np.uint64, opp: np.uint64, moves: np.ndarray, stack: np.ndarray
+) -> "tuple[int, int]":
     """``generate`` at a turn's start, given the bitboards of the stacks each side controls."""
     empty = ALL_SQUARES & ~(own | opp)
     leapers = capture_sources(own, opp, empty)

@@ -74,7 +74,7 @@ class Position:
 
 def row_path(row: np.ndarray) -> "list[int]":
     """Square indices of a move row."""
-    return [int(s) for s in row[1:1 + int(row[0])]]
+    return [int(s) for s in row[1 : 1 + int(row[0])]]
 
 
 def row_text(row: np.ndarray) -> str:
@@ -84,7 +84,7 @@ def row_text(row: np.ndarray) -> str:
 
 def step_actions(path: "list[int]") -> "list[int]":
     """Action ids (``4 * square + direction``) of the steps of a full move's path."""
-    return [4 * p + int(DIRECTION[p, q]) for p, q in zip(path[:-1], path[1:])]
+    return [4 * p + int(DIRECTION[p, q]) for p, q in zip(path[:-1], path[1:], strict=True)]
 
 
 def legal_move_texts(fen: str) -> "dict[str, str]":

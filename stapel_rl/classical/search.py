@@ -61,8 +61,9 @@ DEPTH, ALPHA, BETA, BEST, ALPHA0, COUNT, LEAPS, NEXT, MOVE, QPLY, MODE, SIDE, BE
 FRAME_FIELDS = 16
 FULL, NULL_WINDOW, RESEARCH = 0, 1, 2
 
-Tables = namedtuple("Tables", "moves order index codes frames keys occ sums tt "
-                              "killers history stats stop weights gscratch")
+Tables = namedtuple(
+    "Tables", "moves order index codes frames keys occ sums tt killers history stats stop weights gscratch"
+)
 
 
 def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
@@ -113,18 +114,24 @@ assert WIN < SCORE_BIAS and MAX_PLY <= 128
 
 @njit(cache=True, nogil=True, inline="always")
 def _pack(code, score, depth, flag, age):
-    return (np.uint64(code) | (np.uint64(score + SCORE_BIAS) << np.uint64(32))
-            | (np.uint64(depth) << np.uint64(53)) | (np.uint64(flag) << np.uint64(60))
-            | (np.uint64(age & 3) << np.uint64(62)))
+    return (
+        np.uint64(code)
+        | (np.uint64(score + SCORE_BIAS) << np.uint64(32))
+        | (np.uint64(depth) << np.uint64(53))
+        | (np.uint64(flag) << np.uint64(60))
+        | (np.uint64(age & 3) << np.uint64(62))
+    )
 
 
 @njit(cache=True, nogil=True, inline="always")
 def _unpack(data):
     """``(move code, score, depth, bound)`` of a data word."""
-    return (np.uint32(data & np.uint64(0xFFFFFFFF)),
-            np.int64((data >> np.uint64(32)) & np.uint64(0x1FFFFF)) - SCORE_BIAS,
-            np.int64((data >> np.uint64(53)) & np.uint64(0x7F)),
-            np.int64((data >> np.uint64(60)) & np.uint64(3)))
+    return (
+        np.uint32(data & np.uint64(0xFFFFFFFF)),
+        np.int64((data >> np.uint64(32)) & np.uint64(0x1FFFFF)) - SCORE_BIAS,
+        np.int64((data >> np.uint64(53)) & np.uint64(0x7F)),
+        np.int64((data >> np.uint64(60)) & np.uint64(3)),
+    )
 
 
 @njit(cache=True, nogil=True, inline="always")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 import threading
 import time
-from typing import Callable, Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 
@@ -37,8 +37,10 @@ class SearchInfo:
 
     def line(self) -> str:
         """``info depth .. nodes .. nps .. score .. pv ..`` as an engine protocol prints it."""
-        return (f"info depth {self.depth} seldepth {self.seldepth} nodes {self.nodes} nps {int(self.nps)} "
-                f"time {int(1000 * self.seconds)} score {self.score} pv {' '.join(self.pv)}")
+        return (
+            f"info depth {self.depth} seldepth {self.seldepth} nodes {self.nodes} nps {int(self.nps)} "
+            f"time {int(1000 * self.seconds)} score {self.score} pv {' '.join(self.pv)}"
+        )
 
 
 @dataclasses.dataclass
@@ -75,8 +77,14 @@ class Searcher:
         for name in ("tt", "killers", "history"):
             getattr(self.tables, name).fill(0)
 
-    def iterate(self, pos: Position, time_limit: "float | None" = None, depth: "int | None" = None,
-                nodes: "int | None" = None, deadline: "float | None" = None) -> Iterator[SearchInfo]:
+    def iterate(
+        self,
+        pos: Position,
+        time_limit: "float | None" = None,
+        depth: "int | None" = None,
+        nodes: "int | None" = None,
+        deadline: "float | None" = None,
+    ) -> Iterator[SearchInfo]:
         """Iterations of the search of ``pos``, deepest last; the limit hit first ends it.
 
         ``deadline`` (``time.perf_counter`` seconds) overrides ``time_limit``.
@@ -126,9 +134,15 @@ class Searcher:
                 root_index[[0, best_i]] = root_index[[best_i, 0]]
                 length = core.principal_variation(h, c, pos.side, key, moves[best], pv[:d], t)
                 now = time.perf_counter()
-                yield SearchInfo(d, int(stats[core.NODES]), now - start, int(score),
-                                 [row_text(pv[i]) for i in range(length)], int(stats[core.SELDEPTH]),
-                                 complete=not aborted)
+                yield SearchInfo(
+                    d,
+                    int(stats[core.NODES]),
+                    now - start,
+                    int(score),
+                    [row_text(pv[i]) for i in range(length)],
+                    int(stats[core.SELDEPTH]),
+                    complete=not aborted,
+                )
                 if aborted or n == 1 or abs(score) > core.MATE_BOUND and core.WIN - abs(score) <= d:
                     return
                 # Past half the budget the next iteration (a few times all before it) rarely finishes;
@@ -139,9 +153,15 @@ class Searcher:
             if timer is not None:
                 timer.cancel()
 
-    def search(self, pos: Position, time_limit: "float | None" = None, depth: "int | None" = None,
-               nodes: "int | None" = None, deadline: "float | None" = None,
-               on_info: "Callable[[SearchInfo], None] | None" = None) -> SearchResult:
+    def search(
+        self,
+        pos: Position,
+        time_limit: "float | None" = None,
+        depth: "int | None" = None,
+        nodes: "int | None" = None,
+        deadline: "float | None" = None,
+        on_info: "Callable[[SearchInfo], None] | None" = None,
+    ) -> SearchResult:
         """The best move of ``pos`` within the limits (no limit at all: depth 1)."""
         if time_limit is None and depth is None and nodes is None and deadline is None:
             depth = 1
@@ -155,9 +175,15 @@ class Searcher:
         if infos:
             best = self.tables.moves[0, self._root_best]
             last = infos[-1]
-            return SearchResult(row_path(best), row_text(best), last.score, last.depth,
-                                int(self.tables.stats[core.NODES]), seconds, infos)
+            return SearchResult(
+                row_path(best),
+                row_text(best),
+                last.score,
+                last.depth,
+                int(self.tables.stats[core.NODES]),
+                seconds,
+                infos,
+            )
         # Stopped before depth 1 finished: any legal move (the generator's first).
         first = self.tables.moves[0, 0]
-        return SearchResult(row_path(first), row_text(first), 0, 0, int(self.tables.stats[core.NODES]),
-                            seconds, infos)
+        return SearchResult(row_path(first), row_text(first), 0, 0, int(self.tables.stats[core.NODES]), seconds, infos)

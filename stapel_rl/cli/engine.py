@@ -35,7 +35,8 @@ import os
 import sys
 import threading
 import time
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 import numpy as np
 
@@ -167,7 +168,7 @@ class EngineSession:
         if command is None:
             self.error(f"unknown command {tokens[0]!r}; commands: {', '.join(self.commands)}")
             return True
-        rest = line.strip()[len(tokens[0]):].strip()
+        rest = line.strip()[len(tokens[0]) :].strip()
         if self.searching():
             if tokens[0] == "isready":  # answered at once, the search goes on (as in UCI)
                 self.send("readyok")
@@ -207,7 +208,7 @@ class EngineSession:
             raise CommandError("position needs 'startpos' or 'fen <position text>', optionally followed by 'moves ...'")
         if "moves" in args:
             cut = args.index("moves")
-            head, moves = args[:cut], args[cut + 1:]
+            head, moves = args[:cut], args[cut + 1 :]
         else:
             head, moves = args, []
         if head[0] == "startpos":
@@ -332,7 +333,7 @@ class EngineSession:
             else:
                 # Parameters this engine has no use for (wtime 1000, infinite, ...), value included.
                 takes_value = i + 1 < len(args) and args[i + 1].lstrip("-").isdigit()
-                ignored = " ".join(args[i:i + 1 + takes_value])
+                ignored = " ".join(args[i : i + 1 + takes_value])
                 self.info(f"ignoring go parameter {ignored!r}")
                 i += 1 + takes_value
 
@@ -367,8 +368,9 @@ class EngineSession:
         self.send(f"bestmove {move}")
         return True
 
-    def _go_classical(self, state: State, nodes: "int | None", movetime: "int | None", depth: "int | None",
-                      infinite: bool) -> None:
+    def _go_classical(
+        self, state: State, nodes: "int | None", movetime: "int | None", depth: "int | None", infinite: bool
+    ) -> None:
         """Search with the classical agent's searcher in a thread: one ``info depth`` line per
         iteration, then ``bestmove``; ``stop`` ends it early. The ``go`` limits replace the
         agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
@@ -386,11 +388,17 @@ class EngineSession:
         if infinite:
             limits = {"depth": MAX_DEPTH}
         elif nodes is None and movetime is None and depth is None:
-            limits = {"depth": agent.depth, "nodes": agent.nodes,
-                      "time_limit": None if agent.time_per_move is None else agent.time_per_move - CLASSICAL_MARGIN}
+            limits = {
+                "depth": agent.depth,
+                "nodes": agent.nodes,
+                "time_limit": None if agent.time_per_move is None else agent.time_per_move - CLASSICAL_MARGIN,
+            }
         else:
-            limits = {"depth": depth, "nodes": nodes,
-                      "time_limit": None if movetime is None else movetime / 1000 - CLASSICAL_MARGIN}
+            limits = {
+                "depth": depth,
+                "nodes": nodes,
+                "time_limit": None if movetime is None else movetime / 1000 - CLASSICAL_MARGIN,
+            }
         if limits.get("time_limit") is not None:
             limits["deadline"] = start + max(limits.pop("time_limit"), 0.0)
         searcher = agent.searcher(self.variant)
@@ -427,8 +435,9 @@ class EngineSession:
                 searched.append(getattr(agent, "simulations", agent.config.num_simulations))
 
         with contextlib.redirect_stdout(sys.stderr):
-            move = agent_full_move(agent, start, self.rng, ask_forced=False, before_decision=before_decision,
-                                   after_decision=after_decision)
+            move = agent_full_move(
+                agent, start, self.rng, ask_forced=False, before_decision=before_decision, after_decision=after_decision
+            )
         return move.text, (sum(searched) if searched else None)
 
     def _display(self, args: "list[str]", rest: str) -> bool:
@@ -464,8 +473,12 @@ def main(argv: "list[str] | None" = None) -> int:
         prog="stapel-engine",
         description="UCI-like engine protocol on stdin/stdout around a stapel-rl agent (docs/engine_protocol.md)",
     )
-    parser.add_argument("--agent", default="random", help="agent spec: random, greedy, mcts:PATH[:sims=N][:time=S], "
-                        "policy:PATH; PATH variant_I or variant_II: the agents shipped with stapel-rl")
+    parser.add_argument(
+        "--agent",
+        default="random",
+        help="agent spec: random, greedy, mcts:PATH[:sims=N][:time=S], "
+        "policy:PATH; PATH variant_I or variant_II: the agents shipped with stapel-rl",
+    )
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random generator (default 0)")
     args = parser.parse_args(argv)

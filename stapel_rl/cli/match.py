@@ -41,7 +41,6 @@ from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_spec
 from stapel_rl.eval.openings import SOURCES, opening_fens
 
-
 _AGENTS: "dict[str, object]" = {}
 
 
@@ -52,12 +51,19 @@ def _agent(spec: str):
     return _AGENTS[spec]
 
 
-def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool
-               ) -> MatchResult:
+def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool) -> MatchResult:
     """Agent specs ``a`` against ``b``, each of ``fens`` played twice with colours swapped (game k and k + n pair)."""
     start, colour = paired_start(get_variant(variant), fens)
-    return play_match(_agent(a), _agent(b), variant, start.batch_size, np.random.default_rng(seed),
-                      start=start, agent_colour=colour, one_at_a_time=one_at_a_time)
+    return play_match(
+        _agent(a),
+        _agent(b),
+        variant,
+        start.batch_size,
+        np.random.default_rng(seed),
+        start=start,
+        agent_colour=colour,
+        one_at_a_time=one_at_a_time,
+    )
 
 
 def _one_thread() -> None:
@@ -71,11 +77,14 @@ def _merge(results: "list[MatchResult]") -> MatchResult:
         scores=np.concatenate([r.scores for r in results]),
         agent_colour=np.concatenate([r.agent_colour for r in results]),
         plies=np.concatenate([r.plies for r in results]),
-        seconds=np.sum([r.seconds for r in results], axis=0), moves=np.sum([r.moves for r in results], axis=0))
+        seconds=np.sum([r.seconds for r in results], axis=0),
+        moves=np.sum([r.moves for r in results], axis=0),
+    )
 
 
-def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool,
-                     jobs: int, progress: bool = False) -> "tuple[MatchResult, np.ndarray]":
+def play_in_parallel(
+    a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool, jobs: int, progress: bool = False
+) -> "tuple[MatchResult, np.ndarray]":
     """``play_pairs`` over ``jobs`` processes; returns the merged result and each game's pair index.
 
     With one game at a time (``--time``) each pair is its own task, so a bar can show the running
@@ -86,8 +95,9 @@ def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int,
         chunks = [np.array([i]) for i in range(len(fens))]
     else:
         chunks = [c for c in np.array_split(np.arange(len(fens)), jobs) if c.size]
-    bar = tqdm(total=len(fens), unit="pair", desc=f"{a} vs {b}", disable=not progress or len(chunks) == 1,
-               dynamic_ncols=True)
+    bar = tqdm(
+        total=len(fens), unit="pair", desc=f"{a} vs {b}", disable=not progress or len(chunks) == 1, dynamic_ncols=True
+    )
     done: "list[MatchResult]" = []
 
     def advance(result: MatchResult, size: int) -> None:
@@ -105,8 +115,10 @@ def play_in_parallel(a: str, b: str, variant: str, fens: "list[str]", seed: int,
     else:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
         with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
-            futures = [pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
-                       for j, c in enumerate(chunks)]
+            futures = [
+                pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
+                for j, c in enumerate(chunks)
+            ]
             for future in concurrent.futures.as_completed(futures):
                 advance(future.result(), chunks[futures.index(future)].size)
             results = [f.result() for f in futures]
@@ -122,12 +134,19 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("opponents", nargs="+", help="opponent specs")
     parser.add_argument("--variant", default="I")
     parser.add_argument("--games", type=int, default=200, help="games per opponent (rounded up to whole pairs)")
-    parser.add_argument("--time", type=float, default=None, metavar="SECONDS",
-                        help="equal time: each side's budget per move (agents that search by time)")
-    parser.add_argument("--openings", default="suite", choices=SOURCES,
-                        help="the variant's opening suite (default) or random openings")
-    parser.add_argument("--opening-plies", type=int, default=4,
-                        help="with --openings random: random actions that make each opening")
+    parser.add_argument(
+        "--time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="equal time: each side's budget per move (agents that search by time)",
+    )
+    parser.add_argument(
+        "--openings", default="suite", choices=SOURCES, help="the variant's opening suite (default) or random openings"
+    )
+    parser.add_argument(
+        "--opening-plies", type=int, default=4, help="with --openings random: random actions that make each opening"
+    )
     parser.add_argument("--jobs", type=int, default=1, help="processes that play the pairs (default 1)")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -148,12 +167,16 @@ def main(argv: "list[str] | None" = None) -> int:
     for index, opponent in enumerate(specs[1:]):
         start = time.perf_counter()
         fens = opening_fens(variant, pairs, args.openings, args.opening_plies, seed=args.seed * 7919 + index)
-        result, pair = play_in_parallel(specs[0], opponent, variant.name, fens, args.seed, args.time is not None,
-                                        args.jobs, progress=True)
+        result, pair = play_in_parallel(
+            specs[0], opponent, variant.name, fens, args.seed, args.time is not None, args.jobs, progress=True
+        )
         mine, theirs = result.time_per_move()
-        print(f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.record()}, "
-              f"{result.pentanomial(pair).summary()}; time per move {mine:.3f} s / {theirs:.3f} s; "
-              f"{args.openings} openings{clock}; {time.perf_counter() - start:.0f} s", flush=True)
+        print(
+            f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.record()}, "
+            f"{result.pentanomial(pair).summary()}; time per move {mine:.3f} s / {theirs:.3f} s; "
+            f"{args.openings} openings{clock}; {time.perf_counter() - start:.0f} s",
+            flush=True,
+        )
     return 0
 
 

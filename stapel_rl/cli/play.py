@@ -34,7 +34,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Callable, TextIO
+from collections.abc import Callable
+from typing import TextIO
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env.render import SIDE_NAMES, ansi
@@ -121,7 +122,7 @@ class PlaySession(Game):
         if not words:
             return True
         word = words[0].lower()
-        rest = line.strip()[len(words[0]):].strip()
+        rest = line.strip()[len(words[0]) :].strip()
         command = self.commands.get(word)
         if command is not None:
             return command(rest)
@@ -196,8 +197,10 @@ class PlaySession(Game):
 
     def run(self, read: "Callable[[str], str]" = input, echo: bool = False) -> int:
         """Play until ``quit`` or end of input; returns the exit status (0)."""
-        self.say(f"Stapeldammen, Variant {self.variant.name}: you ({HUMAN_NAME}) play "
-                 f"{SIDE_NAMES[self.human]}, {self.agent.name} plays {SIDE_NAMES[1 - self.human]}.")
+        self.say(
+            f"Stapeldammen, Variant {self.variant.name}: you ({HUMAN_NAME}) play "
+            f"{SIDE_NAMES[self.human]}, {self.agent.name} plays {SIDE_NAMES[1 - self.human]}."
+        )
         self.say("White moves up the board (towards 1-5), Black down (towards 46-50). Type 'help' for the commands.")
         while True:
             if not self.over and not self.human_to_move:
@@ -234,13 +237,26 @@ class PlaySession(Game):
 
 def main(argv: "list[str] | None" = None) -> int:
     tune_malloc()
-    parser = argparse.ArgumentParser(prog="stapel-play", description=__doc__.split("\n")[0],
-                                     epilog="Commands at the prompt: moves, board, hint, undo, save FILE, help, quit.")
-    parser.add_argument("--agent", default="greedy", help="opponent spec: random, greedy, mcts:PATH:sims=N, "
-                        "policy:PATH, alphabeta:N (default greedy)")
+    parser = argparse.ArgumentParser(
+        prog="stapel-play",
+        description=__doc__.split("\n")[0],
+        epilog="Commands at the prompt: moves, board, hint, undo, save FILE, help, quit.",
+    )
+    parser.add_argument(
+        "--agent",
+        default="greedy",
+        help="opponent spec: random, greedy, mcts:PATH:sims=N, policy:PATH, alphabeta:N (default greedy)",
+    )
     parser.add_argument("--variant", default="I", help="I or II (default I)")
-    parser.add_argument("--colour", "--color", dest="colour", default="white", type=str.lower,
-                        choices=["white", "black"], help="your colour (default white)")
+    parser.add_argument(
+        "--colour",
+        "--color",
+        dest="colour",
+        default="white",
+        type=str.lower,
+        choices=["white", "black"],
+        help="your colour (default white)",
+    )
     parser.add_argument("--seed", type=int, default=None, help="seed of the agent's random choices")
     args = parser.parse_args(argv)
     try:

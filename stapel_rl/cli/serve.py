@@ -12,12 +12,12 @@ the page is described in docs/web_api.md.
 from __future__ import annotations
 
 import argparse
+import pathlib
 import socket
+import sys
 import threading
 import time
-import pathlib
-import sys
-from typing import Callable
+from collections.abc import Callable
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -54,10 +54,19 @@ def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(prog="stapel-serve", description=__doc__.split("\n")[0])
     parser.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1, this machine only)")
     parser.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    parser.add_argument("--checkpoints", nargs="+", default=[], metavar="DIR",
-                        help="directories whose *.pt checkpoints (searched recursively) are offered as agents")
-    parser.add_argument("--max-games", type=int, default=64,
-                        help="live games kept; a new one beyond this drops the least recently used (default 64)")
+    parser.add_argument(
+        "--checkpoints",
+        nargs="+",
+        default=[],
+        metavar="DIR",
+        help="directories whose *.pt checkpoints (searched recursively) are offered as agents",
+    )
+    parser.add_argument(
+        "--max-games",
+        type=int,
+        default=64,
+        help="live games kept; a new one beyond this drops the least recently used (default 64)",
+    )
     args = parser.parse_args(argv)
     for directory in args.checkpoints:
         if not pathlib.Path(directory).is_dir():

@@ -34,8 +34,9 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--beta", type=float, default=0.05)
     parser.add_argument("--batch-pairs", type=int, default=16)
     parser.add_argument("--max-pairs", type=int, default=2000)
-    parser.add_argument("--openings", default="suite", choices=SOURCES,
-                        help="the variant's opening suite (default) or random openings")
+    parser.add_argument(
+        "--openings", default="suite", choices=SOURCES, help="the variant's opening suite (default) or random openings"
+    )
     parser.add_argument("--opening-plies", type=int, default=4, help="with --openings random: random actions")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args(argv)
@@ -45,10 +46,14 @@ def main(argv: "list[str] | None" = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     test = SPRT(args.elo0, args.elo1, args.alpha, args.beta)
-    status = run_sprt(a, b, variant, test, args.batch_pairs, args.max_pairs, args.opening_plies, args.seed,
-                      openings=args.openings)
-    verdict = {"H1": f"H1: {args.a} is stronger by at least {args.elo1} Elo",
-               "H0": f"H0: {args.a} is not stronger than {args.elo0} Elo", "continue": "undecided"}[status]
+    status = run_sprt(
+        a, b, variant, test, args.batch_pairs, args.max_pairs, args.opening_plies, args.seed, openings=args.openings
+    )
+    verdict = {
+        "H1": f"H1: {args.a} is stronger by at least {args.elo1} Elo",
+        "H0": f"H0: {args.a} is not stronger than {args.elo0} Elo",
+        "continue": "undecided",
+    }[status]
     print(f"{verdict} after {len(test.scores)} pairs")
     return {"H1": 0, "H0": 1, "continue": 3}[status]
 

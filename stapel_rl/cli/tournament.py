@@ -1,6 +1,6 @@
 """stapel-tournament: rate agents by playing them against each other.
 
-    stapel-tournament random greedy alphabeta:2 "mcts:checkpoints/*.pt:sims=32" --variant I --pairs 20 --out tournaments/I
+    stapel-tournament random greedy alphabeta:2 "mcts:checkpoints/*.pt:sims=32" --pairs 20 --out tournaments/I
     stapel-tournament mcts:new.pt:sims=64 random greedy --gauntlet --out tournaments/g   # one against a list
     stapel-tournament random greedy alphabeta:2 --ray --address auto --out tournaments/r   # pairings on a Ray cluster
 
@@ -60,18 +60,30 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("players", nargs="+", help="agent specs; checkpoint globs allowed")
     parser.add_argument("--variant", default="I")
     parser.add_argument("--pairs", type=int, default=10, help="openings per pairing, each played with both colours")
-    parser.add_argument("--openings", default="suite", choices=SOURCES,
-                        help="the variant's opening suite (default; every pairing plays its first --pairs) or random")
+    parser.add_argument(
+        "--openings",
+        default="suite",
+        choices=SOURCES,
+        help="the variant's opening suite (default; every pairing plays its first --pairs) or random",
+    )
     parser.add_argument("--opening-plies", type=int, default=4, help="with --openings random: random actions")
-    parser.add_argument("--time", type=float, default=None, metavar="SECONDS",
-                        help="equal time: each side's budget per move (agents that search by time)")
+    parser.add_argument(
+        "--time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="equal time: each side's budget per move (agents that search by time)",
+    )
     parser.add_argument("--gauntlet", action="store_true", help="the first player meets each other; no round robin")
     parser.add_argument("--anchor", default="random", help="the player rated 0 (default random; added if absent)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="tournaments/latest", help="output folder; rerun with it to resume")
     parser.add_argument("--ray", action="store_true", help="play the pairings as Ray tasks (pip install -e '.[ray]')")
-    parser.add_argument("--address", default=None,
-                        help="with --ray: join this cluster ('auto', host:port, ray://host:port); default: a local Ray")
+    parser.add_argument(
+        "--address",
+        default=None,
+        help="with --ray: join this cluster ('auto', host:port, ray://host:port); default: a local Ray",
+    )
     args = parser.parse_args(argv)
     try:
         if args.time is not None and not args.time > 0:
@@ -81,9 +93,16 @@ def main(argv: "list[str] | None" = None) -> int:
             players.append(args.anchor)
         if len(set(players)) != len(players):
             raise ValueError("a player is named twice")
-        config = TournamentConfig(players, get_variant(args.variant), args.pairs, args.opening_plies,
-                                  args.gauntlet, args.seed, openings=args.openings,
-                                  one_at_a_time=args.time is not None)
+        config = TournamentConfig(
+            players,
+            get_variant(args.variant),
+            args.pairs,
+            args.opening_plies,
+            args.gauntlet,
+            args.seed,
+            openings=args.openings,
+            one_at_a_time=args.time is not None,
+        )
         out = pathlib.Path(args.out)
         _check_resume(out, config)
         total = 2 * config.pairs * len(config.pairings())
@@ -96,8 +115,15 @@ def main(argv: "list[str] | None" = None) -> int:
 
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]
-    ratings = rate(players, [index[g["white"]] for g in games], [index[g["black"]] for g in games],
-                   [g["white_score"] for g in games], [g["pair"] for g in games], anchor=args.anchor, seed=args.seed)
+    ratings = rate(
+        players,
+        [index[g["white"]] for g in games],
+        [index[g["black"]] for g in games],
+        [g["white_score"] for g in games],
+        [g["pair"] for g in games],
+        anchor=args.anchor,
+        seed=args.seed,
+    )
     print(f"\nVariant {config.variant.name}, {len(games)} games\n" + ratings.table())
     wins = np.zeros((len(players), len(players)))
     for g in games:
@@ -105,21 +131,42 @@ def main(argv: "list[str] | None" = None) -> int:
         wins[w, b] += g["white_score"] == 1
         wins[b, w] += g["white_score"] == 0
     order = ratings.order()
-    los = [{"better": players[a], "worse": players[b], "los": ratings.likelihood_of_superiority(wins, a, b)}
-           for a, b in zip(order[:-1], order[1:])]
-    print("likelihood of superiority over the next in rank (direct games): " +
-          ", ".join(f"{x['better']} > {x['worse']}: {100 * x['los']:.1f}%" for x in los))
+    los = [
+        {"better": players[a], "worse": players[b], "los": ratings.likelihood_of_superiority(wins, a, b)}
+        for a, b in zip(order[:-1], order[1:], strict=True)
+    ]
+    print(
+        "likelihood of superiority over the next in rank (direct games): "
+        + ", ".join(f"{x['better']} > {x['worse']}: {100 * x['los']:.1f}%" for x in los)
+    )
     rows = ratings.to_rows()
     with (out / "ratings.csv").open("w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=list(rows[0]))
         writer.writeheader()
         writer.writerows(rows)
-    (out / "ratings.json").write_text(json.dumps({"config": _config_dict(config), "code_version": code_version(),
-                                                  "games": len(games), "ratings": rows,
-                                                  "likelihood_of_superiority": los}, indent=2))
-    (out / "games.pdn").write_text("\n".join(
-        write_game(config.variant, g["actions"], {"Event": "stapel-tournament", "White": g["white"],
-                                                  "Black": g["black"]}, fen=g["opening"]) for g in games))
+    (out / "ratings.json").write_text(
+        json.dumps(
+            {
+                "config": _config_dict(config),
+                "code_version": code_version(),
+                "games": len(games),
+                "ratings": rows,
+                "likelihood_of_superiority": los,
+            },
+            indent=2,
+        )
+    )
+    (out / "games.pdn").write_text(
+        "\n".join(
+            write_game(
+                config.variant,
+                g["actions"],
+                {"Event": "stapel-tournament", "White": g["white"], "Black": g["black"]},
+                fen=g["opening"],
+            )
+            for g in games
+        )
+    )
     if plot_elo_vs_step(rows, out / "elo_vs_step.png"):
         print(f"plot: {out / 'elo_vs_step.png'}")
     print(f"results: {out}")
@@ -127,9 +174,15 @@ def main(argv: "list[str] | None" = None) -> int:
 
 
 def _config_dict(config: TournamentConfig) -> dict:
-    return {"players": config.players, "variant": config.variant.name, "pairs": config.pairs,
-            "opening_plies": config.opening_plies, "gauntlet": config.gauntlet, "seed": config.seed,
-            "openings": config.openings}
+    return {
+        "players": config.players,
+        "variant": config.variant.name,
+        "pairs": config.pairs,
+        "opening_plies": config.opening_plies,
+        "gauntlet": config.gauntlet,
+        "seed": config.seed,
+        "openings": config.openings,
+    }
 
 
 def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:

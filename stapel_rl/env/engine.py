@@ -38,8 +38,9 @@ _ZERO = np.uint64(0)
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 #: By colour, all bits in the columns of its forward directions ([4] per colour), none in the others.
-_FORWARD = np.array([[_ALL if d in FORWARD_DIRECTIONS[c] else _ZERO for d in range(NUM_DIRECTIONS)] for c in (0, 1)],
-                    dtype=np.uint64)
+_FORWARD = np.array(
+    [[_ALL if d in FORWARD_DIRECTIONS[c] else _ZERO for d in range(NUM_DIRECTIONS)] for c in (0, 1)], dtype=np.uint64
+)
 
 
 def _bitboards(height: np.ndarray, colours: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
@@ -209,11 +210,11 @@ def to_fens(state: State) -> "list[str]":
         )
     return [
         fen_text.format_fen(h, c, p)
-        for h, c, p in zip(state.height.tolist(), state.colours.tolist(), state.current_player.tolist())
+        for h, c, p in zip(state.height.tolist(), state.colours.tolist(), state.current_player.tolist(), strict=True)
     ]
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _start(variant: Variant) -> State:
     return from_fens([variant.setup], variant)
 
@@ -224,8 +225,18 @@ def init(variant: "Variant | str" = "I", batch_size: int = 1) -> State:
 
 
 #: The fields ``step`` changes in place (``_finish`` makes the others anew).
-_STEPPED = ("height", "colours", "white", "black", "current_player", "capturing", "last_leapt", "ply",
-            "last_action", "last_was_leap")
+_STEPPED = (
+    "height",
+    "colours",
+    "white",
+    "black",
+    "current_player",
+    "capturing",
+    "last_leapt",
+    "ply",
+    "last_action",
+    "last_was_leap",
+)
 
 
 def check_actions(state: State, actions: np.ndarray) -> None:

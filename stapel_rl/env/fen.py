@@ -56,4 +56,4 @@ def format_stack(height: int, colours: int) -> str:
 
 def format_fen(heights: "list[int]", colours: "list[int]", player: int) -> str:
     """Position text of one game."""
-    return "WB"[player] + ":" + ",".join(format_stack(h, c) for h, c in zip(heights, colours))
+    return "WB"[player] + ":" + ",".join(format_stack(h, c) for h, c in zip(heights, colours, strict=True))

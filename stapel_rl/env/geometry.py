@@ -50,7 +50,7 @@ VALID = np.bitwise_or.reduce(SQUARE_MASK)
 SQUARE_OF_BIT = np.full(64, -1, dtype=np.int64)
 SQUARE_OF_BIT[BIT] = np.arange(NUM_SQUARES)
 
-_coord_to_square = {(int(r), int(c)): s for s, (r, c) in enumerate(zip(ROW, COL))}
+_coord_to_square = {(int(r), int(c)): s for s, (r, c) in enumerate(zip(ROW, COL, strict=True))}
 
 
 def _walk(steps: int) -> np.ndarray:

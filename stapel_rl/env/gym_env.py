@@ -14,7 +14,8 @@ becomes a single-agent env for the colour ``agent_colour``.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
@@ -157,5 +158,8 @@ class StapelEnv(gym.Env):
 ENV_ID = "stapel_rl/Stapeldammen-v0"
 
 if ENV_ID not in gym.registry:
-    gym.register(id=ENV_ID, entry_point="stapel_rl.env.gym_env:StapelEnv",
-                 vector_entry_point="stapel_rl.env.vector_env:StapelVectorEnv")
+    gym.register(
+        id=ENV_ID,
+        entry_point="stapel_rl.env.gym_env:StapelEnv",
+        vector_entry_point="stapel_rl.env.vector_env:StapelVectorEnv",
+    )

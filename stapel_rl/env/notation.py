@@ -123,7 +123,8 @@ def find_move(moves: FullMoves, text: str) -> int:
         return exact[0]
     if is_capture and len(wanted) == 2:
         ends = [
-            i for i, t in enumerate(texts)
+            i
+            for i, t in enumerate(texts)
             if "x" in t and int(t.split("x")[0]) == squares[0] and int(t.split("x")[-1]) == squares[1]
         ]
         if len(ends) == 1:

@@ -21,8 +21,8 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from stapel_rl.env import engine
 from stapel_rl.env.geometry import NUM_ACTIONS
 from stapel_rl.env.gym_env import observation_space
-from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.observation import canonical_mask, encode, from_canonical_actions
+from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import get_variant
 

@@ -146,7 +146,7 @@ class VersusAgent(gym.Wrapper):
         return obs, reward + more, terminated or opp_terminated, truncated or opp_truncated, info
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _fixed_info_keys_class():
     from pettingzoo.utils.wrappers import BaseWrapper
 

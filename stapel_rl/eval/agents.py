@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 

@@ -165,15 +165,15 @@ class AlphaBetaAgent:
         chunk = self.games_per_batch or (64 if self.depth <= 2 else 8 if self.depth == 3 else 1)
         self.nodes = 0
         for start in range(0, live.size, chunk):
-            games = live[start:start + chunk]
+            games = live[start : start + chunk]
             moves, values = self.root_values(take(state, games))
             bounds = np.searchsorted(moves.parent, np.arange(games.size + 1))
             for j, g in enumerate(games):
-                first = moves.actions[bounds[j]:bounds[j + 1], 0]
+                first = moves.actions[bounds[j] : bounds[j + 1], 0]
                 if (first == first[0]).all():  # one choice of next step: nothing to decide
                     actions[g] = first[0]
                     continue
-                mine = values[bounds[j]:bounds[j + 1]]
+                mine = values[bounds[j] : bounds[j + 1]]
                 ties = np.flatnonzero(mine > mine.max() - TOLERANCE)
                 actions[g] = first[rng.choice(ties)]
         return actions
@@ -182,9 +182,7 @@ class AlphaBetaAgent:
 
     def evaluate(self, state: State, ply: int = 0) -> np.ndarray:
         """Static values of a batch of positions, side to move's view."""
-        return evaluate(
-            state, ply, self.material_weight, self.mobility_weight, self.points_weight, self.advance_weight
-        )
+        return evaluate(state, ply, self.material_weight, self.mobility_weight, self.points_weight, self.advance_weight)
 
     def _searched(self, children: State, depth: int, quiescence: int) -> np.ndarray:
         """``bool [M]`` children searched further: all live ones above the last ply, then

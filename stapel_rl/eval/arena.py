@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -14,7 +14,6 @@ from stapel_rl.env.state import State, concatenate, take
 from stapel_rl.env.variants import Variant, get_variant
 from stapel_rl.eval.agents import Agent
 from stapel_rl.eval.pentanomial import Pentanomial
-
 
 #: Agent kinds that search by time, and so take a match's time per move.
 TIMED_KINDS = ("mcts", "classical")
@@ -78,8 +77,9 @@ def opening_positions(variant: Variant, num_games: int, random_plies: int, rng: 
     return state
 
 
-def paired_openings(variant: Variant, pairs: int, random_plies: int, rng: np.random.Generator
-                    ) -> "tuple[State, np.ndarray]":
+def paired_openings(
+    variant: Variant, pairs: int, random_plies: int, rng: np.random.Generator
+) -> "tuple[State, np.ndarray]":
     """Colour-swapped pairs: ``pairs`` random openings, each played once with the agent as White and once as Black.
 
     Returns the start positions ``[2 * pairs]`` and the agent's colour in each
@@ -146,5 +146,6 @@ def play_match(
             score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
             on_game_end(int(g), float(score), int(state.ply[g]), played[g])
     agent_result = np.where(colour == 0, white_result, -white_result)
-    return MatchResult(scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy(), seconds=seconds,
-                       moves=moves)
+    return MatchResult(
+        scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy(), seconds=seconds, moves=moves
+    )

@@ -18,14 +18,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import pathlib
 import time
 import warnings
 
 import numpy as np
 
 from stapel_rl.classical.board import OVER, leap
-from stapel_rl.classical.evaluation import FEATURES, read_weights
+from stapel_rl.classical.evaluation import read_weights
 from stapel_rl.classical.position import Position, row_path, step_actions
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
 from stapel_rl.env.state import State
@@ -35,8 +34,10 @@ DEFAULT_TIME = 1.0
 #: Seconds kept back from each move's budget for the work around the search (conversions, timer).
 TIME_MARGIN = 0.003
 _OPTIONS = ("time", "depth", "nodes", "eval")
-_USAGE = ("use 'classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]' with SECONDS > 0, N >= 1, "
-          "PATH a weights JSON file (e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')")
+_USAGE = (
+    "use 'classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]' with SECONDS > 0, N >= 1, "
+    "PATH a weights JSON file (e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')"
+)
 
 
 def _plan_key(h: np.ndarray, c: np.ndarray, side: int, capturing: int, last_leapt: int) -> tuple:
@@ -76,8 +77,10 @@ class ClassicalAgent:
     def searcher(self, variant: Variant) -> Searcher:
         if variant not in self._searchers:
             if self.weights_variant is not None and self.weights_variant != variant.name:
-                raise ValueError(f"classical: the evaluation weights are for Variant {self.weights_variant}, "
-                                 f"this game is Variant {variant.name}; pass that variant's weights file with eval=")
+                raise ValueError(
+                    f"classical: the evaluation weights are for Variant {self.weights_variant}, "
+                    f"this game is Variant {variant.name}; pass that variant's weights file with eval="
+                )
             self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits)
         return self._searchers[variant]
 
@@ -100,13 +103,12 @@ class ClassicalAgent:
             path = row_path(rows[0])
         else:
             deadline = None if self.time_per_move is None else start + self.time_per_move - TIME_MARGIN
-            self.last = self.searcher(state.variant).search(pos, depth=self.depth, nodes=self.nodes,
-                                                            deadline=deadline)
+            self.last = self.searcher(state.variant).search(pos, depth=self.depth, nodes=self.nodes, deadline=deadline)
             path = self.last.path
         actions = step_actions(path)
         self._remember(pos, path, actions)
         if not legal[actions[0]]:  # never expected: the tests hold the generator to the engine
-            warnings.warn(f"classical: move {path} is not legal here; playing the first legal action")
+            warnings.warn(f"classical: move {path} is not legal here; playing the first legal action", stacklevel=2)
             return int(np.flatnonzero(legal)[0])
         return actions[0]
 
@@ -135,8 +137,9 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
         key, sep, value = item.partition("=")
         key = key.strip()
         if not sep or key not in _OPTIONS:
-            raise ValueError(f"agent spec {spec!r}: unknown option {item!r}; options are "
-                             f"{', '.join(_OPTIONS)}; {_USAGE}")
+            raise ValueError(
+                f"agent spec {spec!r}: unknown option {item!r}; options are {', '.join(_OPTIONS)}; {_USAGE}"
+            )
         if key in options:
             raise ValueError(f"agent spec {spec!r}: {key} given twice; {_USAGE}")
         if key == "eval":
@@ -157,8 +160,13 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
         options["time"] = DEFAULT_TIME
     if options.get("depth", 0) > MAX_DEPTH:
         raise ValueError(f"agent spec {spec!r}: depth must be at most {MAX_DEPTH}; {_USAGE}")
-    return ClassicalAgent(time_per_move=options.get("time"), depth=options.get("depth"), nodes=options.get("nodes"),
-                          weights=weights, weights_variant=weights_variant)
+    return ClassicalAgent(
+        time_per_move=options.get("time"),
+        depth=options.get("depth"),
+        nodes=options.get("nodes"),
+        weights=weights,
+        weights_variant=weights_variant,
+    )
 
 
 def _seconds(text: str, spec: str) -> float:

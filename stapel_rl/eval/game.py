@@ -11,7 +11,7 @@ them and names the move in PDN.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -41,17 +41,24 @@ def move_actions(moves: FullMoves, index: int) -> "list[int]":
     return [int(a) for a in moves.actions[index] if a >= 0]
 
 
-def agent_full_move(agent: Agent, state: State, rng: np.random.Generator, *, ask_forced: bool = True,
-                    before_decision: "Callable[[], None] | None" = None,
-                    after_decision: "Callable[[], None] | None" = None) -> FullMove:
+def agent_full_move(
+    agent: Agent,
+    state: State,
+    rng: np.random.Generator,
+    *,
+    ask_forced: bool = True,
+    before_decision: "Callable[[], None] | None" = None,
+    after_decision: "Callable[[], None] | None" = None,
+) -> FullMove:
     """``agent``'s full move in game 0 of ``state`` (at the start of a turn); the position is not changed.
 
     With ``ask_forced=False`` a decision point with one legal action is played
     without asking (a forced leap: there is nothing to choose), and a position
     with one legal full move asks nothing at all. ``before_decision`` runs
     before each call of the agent (``stapel-engine`` gives a timed agent the
-    time left there), ``after_decision`` after it (and reads what it searched). An illegal action, or actions that end in no legal full
-    move, raise ``ValueError`` naming the agent.
+    time left there), ``after_decision`` after it (and reads what it
+    searched). An illegal action, or actions that end in no legal full move,
+    raise ``ValueError`` naming the agent.
     """
     moves = expand_full_moves(state)
     if not ask_forced and moves.parent.size == 1:
@@ -108,8 +115,14 @@ class Game:
             malformed text raises ``ValueError``.
     """
 
-    def __init__(self, agent: Agent, variant: "Variant | str" = "I", human: int = 0, seed: "int | None" = None,
-                 start_fen: "str | None" = None):
+    def __init__(
+        self,
+        agent: Agent,
+        variant: "Variant | str" = "I",
+        human: int = 0,
+        seed: "int | None" = None,
+        start_fen: "str | None" = None,
+    ):
         self.agent = agent
         self.variant = get_variant(variant)
         self.human = int(human)

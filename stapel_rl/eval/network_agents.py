@@ -71,8 +71,14 @@ class MCTSAgent:
         limit = config.num_simulations
         chunk, tree = min(FIRST_CHUNK, limit), None
         while True:
-            out = search(state, self.evaluator, dataclasses.replace(config, num_simulations=chunk), rng,
-                         tree=tree, deadline=deadline)
+            out = search(
+                state,
+                self.evaluator,
+                dataclasses.replace(config, num_simulations=chunk),
+                rng,
+                tree=tree,
+                deadline=deadline,
+            )
             done = int(out.tree.node_visits[:, 0].max()) - 1
             now = time.perf_counter()
             chunk = min(limit - done, int((deadline - now) * done / max(now - start, 1e-9)))
@@ -153,4 +159,3 @@ def policy_from_spec_args(args: "list[str]") -> PolicyAgent:
     if options:
         raise ValueError(f"policy agents take no options, got {sorted(options)}")
     return PolicyAgent(load_evaluator(path)[0])
-

@@ -29,7 +29,7 @@ def suite_path(variant: "Variant | str") -> pathlib.Path:
     return SUITE_DIR / f"variant_{get_variant(variant).name}.txt"
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def suite(variant: "Variant | str") -> "tuple[str, ...]":
     """The variant's opening suite: position texts, in the file's order."""
     lines = suite_path(variant).read_text().splitlines()
@@ -50,8 +50,9 @@ def random_openings(variant: "Variant | str", count: int, plies: int, seed: int)
     return to_fens(state)
 
 
-def opening_fens(variant: "Variant | str", count: int, source: str = "suite", plies: int = 4, seed: int = 0,
-                 offset: int = 0) -> "list[str]":
+def opening_fens(
+    variant: "Variant | str", count: int, source: str = "suite", plies: int = 4, seed: int = 0, offset: int = 0
+) -> "list[str]":
     """``count`` openings: the suite's from position ``offset`` on (wrapping round), or random ones.
 
     ``plies`` and ``seed`` make the random openings; the suite ignores them.

@@ -19,8 +19,8 @@ import re
 import numpy as np
 
 from stapel_rl.env import engine, expand_full_moves, take
-from stapel_rl.env.notation import find_move, move_text
 from stapel_rl.env.geometry import JUMP, NEIGHBOR
+from stapel_rl.env.notation import find_move, move_text
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import Variant, get_variant
 
@@ -53,8 +53,14 @@ def write_game(
     start = engine.from_fens([fen or variant.setup], variant)
     texts, final = full_move_texts(start, actions)
     result = RESULTS[int(final.rewards[0, 0])] if final.terminated[0] else "*"
-    header = {"Event": "stapel-rl game", "Date": datetime.date.today().strftime("%Y.%m.%d"), "White": "?",
-              "Black": "?", "Result": result, "Variant": f"Stapeldammen {variant.name}"}
+    header = {
+        "Event": "stapel-rl game",
+        "Date": datetime.date.today().strftime("%Y.%m.%d"),
+        "White": "?",
+        "Black": "?",
+        "Result": result,
+        "Variant": f"Stapeldammen {variant.name}",
+    }
     header.update(tags or {})
     header["Result"] = result
     if fen and fen != variant.setup:

@@ -130,9 +130,11 @@ class Pentanomial:
         """One line: the score and the Elo difference with their intervals, then the counts."""
         low, high = self.interval(level)
         elo_low, elo_high = self.elo_interval(level)
-        return (f"score {100 * self.score:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%], Elo {_signed(self.elo())} "
-                f"[{_signed(elo_low)}, {_signed(elo_high)}] ({round(100 * level)}% CI, pentanomial); "
-                f"pairs 0/0.5/1/1.5/2: {' '.join(str(int(c)) for c in self.counts)}")
+        return (
+            f"score {100 * self.score:.1f}% [{100 * low:.1f}%, {100 * high:.1f}%], Elo {_signed(self.elo())} "
+            f"[{_signed(elo_low)}, {_signed(elo_high)}] ({round(100 * level)}% CI, pentanomial); "
+            f"pairs 0/0.5/1/1.5/2: {' '.join(str(int(c)) for c in self.counts)}"
+        )
 
 
 def _signed(elo: float) -> str:

@@ -55,18 +55,29 @@ class Ratings:
         lines = [f"{'rank':>4}  {'player':<40} {'Elo':>7} {f'{pct}% CI':>17} {'games':>6} {'score':>6}"]
         for rank, i in enumerate(self.order(), start=1):
             ci = f"[{self.low[i]:+.0f}, {self.high[i]:+.0f}]"
-            lines.append(f"{rank:>4}  {self.players[i]:<40} {self.elo[i]:>+7.0f} {ci:>17} {self.games[i]:>6} "
-                         f"{100 * self.score[i]:>5.1f}%")
+            lines.append(
+                f"{rank:>4}  {self.players[i]:<40} {self.elo[i]:>+7.0f} {ci:>17} {self.games[i]:>6} "
+                f"{100 * self.score[i]:>5.1f}%"
+            )
         return "\n".join(lines)
 
     def to_rows(self) -> "list[dict]":
-        return [{"player": self.players[i], "elo": float(self.elo[i]), "ci_low": float(self.low[i]),
-                 "ci_high": float(self.high[i]), "games": int(self.games[i]), "score": float(self.score[i])}
-                for i in self.order()]
+        return [
+            {
+                "player": self.players[i],
+                "elo": float(self.elo[i]),
+                "ci_low": float(self.low[i]),
+                "ci_high": float(self.high[i]),
+                "games": int(self.games[i]),
+                "score": float(self.score[i]),
+            }
+            for i in self.order()
+        ]
 
 
-def fit_elo(white: np.ndarray, black: np.ndarray, white_score: np.ndarray, num_players: int, anchor: int = 0
-            ) -> np.ndarray:
+def fit_elo(
+    white: np.ndarray, black: np.ndarray, white_score: np.ndarray, num_players: int, anchor: int = 0
+) -> np.ndarray:
     """Maximum-likelihood Elo ``[P]`` from games (player indices and White's score 1 / 0.5 / 0).
 
     A tiny Gaussian prior (sd 2000 Elo) keeps ratings finite for a player who
@@ -78,7 +89,9 @@ def fit_elo(white: np.ndarray, black: np.ndarray, white_score: np.ndarray, num_p
         r = np.insert(free, anchor, 0.0)
         d = r[white] - r[black]
         p = 1.0 / (1.0 + np.exp(-d))
-        nll = -np.sum(s * np.log(p + 1e-300) + (1 - s) * np.log(1 - p + 1e-300)) + 0.5 * np.sum(r**2) / (2000 / ELO) ** 2
+        nll = (
+            -np.sum(s * np.log(p + 1e-300) + (1 - s) * np.log(1 - p + 1e-300)) + 0.5 * np.sum(r**2) / (2000 / ELO) ** 2
+        )
         g = np.zeros(num_players)
         np.add.at(g, white, p - s)
         np.add.at(g, black, s - p)

@@ -60,10 +60,10 @@ class SB3Agent:
         if not live.size:
             return actions
         games = take(state, live) if live.size < state.batch_size else state
-        canonical, _ = self.model.predict(encode(games), action_masks=canonical_mask(games),
-                                          deterministic=self.deterministic)
-        actions[live] = from_canonical_actions(np.asarray(canonical, dtype=np.int64).reshape(-1),
-                                               games.current_player)
+        canonical, _ = self.model.predict(
+            encode(games), action_masks=canonical_mask(games), deterministic=self.deterministic
+        )
+        actions[live] = from_canonical_actions(np.asarray(canonical, dtype=np.int64).reshape(-1), games.current_player)
         return actions
 
 
@@ -80,8 +80,9 @@ def from_spec_args(args: "list[str]") -> SB3Agent:
     for option in options:
         key, sep, value = option.partition("=")
         if not sep or key not in OPTIONS:
-            raise ValueError(f"unknown sb3 agent option {option!r}: expected one of "
-                             f"{[f'{k}=true|false' for k in OPTIONS]}")
+            raise ValueError(
+                f"unknown sb3 agent option {option!r}: expected one of {[f'{k}=true|false' for k in OPTIONS]}"
+            )
         if value.lower() not in _BOOLEANS:
             raise ValueError(f"sb3 agent option {key} must be true or false, got {value!r}")
         settings[key] = _BOOLEANS[value.lower()]

@@ -52,20 +52,31 @@ class SPRT:
         return self.pentanomial().llr(self.elo0, self.elo1)
 
     def status(self) -> str:
-        """"H1" (A is better by elo1), "H0" (not better than elo0) or "continue"."""
+        """ "H1" (A is better by elo1), "H0" (not better than elo0) or "continue"."""
         low, high = self.bounds
         llr = self.llr()
         return "H1" if llr >= high else "H0" if llr <= low else "continue"
 
 
-def run_sprt(a: Agent, b: Agent, variant, test: SPRT, batch_pairs: int, max_pairs: int, opening_plies: int, seed: int,
-             verbose: bool = True, openings: str = "suite") -> str:
+def run_sprt(
+    a: Agent,
+    b: Agent,
+    variant,
+    test: SPRT,
+    batch_pairs: int,
+    max_pairs: int,
+    opening_plies: int,
+    seed: int,
+    verbose: bool = True,
+    openings: str = "suite",
+) -> str:
     """Play pairs until ``test`` decides; returns "H0", "H1" or "continue" (undecided)."""
     rng = np.random.default_rng(seed)
     batch = 0
     while test.status() == "continue" and len(test.scores) < max_pairs:
-        fens = opening_fens(variant, batch_pairs, openings, opening_plies, seed=seed * 7919 + batch,
-                            offset=batch * batch_pairs)
+        fens = opening_fens(
+            variant, batch_pairs, openings, opening_plies, seed=seed * 7919 + batch, offset=batch * batch_pairs
+        )
         start = engine.from_fens([f for f in fens for _ in range(2)], variant)
         result = play_match(a, b, variant, 2 * batch_pairs, rng, start=start)
         for pair in result.scores.reshape(-1, 2):
@@ -74,6 +85,9 @@ def run_sprt(a: Agent, b: Agent, variant, test: SPRT, batch_pairs: int, max_pair
         if verbose:
             low, high = test.bounds
             counts = " ".join(str(int(c)) for c in test.pentanomial().counts)
-            print(f"pairs {len(test.scores):>5}  score {100 * np.mean(test.scores):5.1f}%  "
-                  f"LLR {test.llr():+.2f}  bounds [{low:.2f}, {high:.2f}]  pentanomial {counts}", flush=True)
+            print(
+                f"pairs {len(test.scores):>5}  score {100 * np.mean(test.scores):5.1f}%  "
+                f"LLR {test.llr():+.2f}  bounds [{low:.2f}, {high:.2f}]  pentanomial {counts}",
+                flush=True,
+            )
     return test.status()

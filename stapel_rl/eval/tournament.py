@@ -18,13 +18,12 @@ import glob
 import json
 import pathlib
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 import numpy as np
 import torch
 
 from stapel_rl.cluster import init_ray
-
 from stapel_rl.env import engine
 from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import make_agent
@@ -119,10 +118,10 @@ def jobs(config: TournamentConfig, games: "list[dict]") -> "list[Job]":
     out = []
     for p_index, (i, j) in enumerate(config.pairings()):
         a, b = config.players[i], config.players[j]
-        fens = opening_fens(config.variant, config.pairs, config.openings, config.opening_plies,
-                            seed=config.seed * 100003 + p_index)
-        todo = [k for k in range(2 * config.pairs)
-                if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
+        fens = opening_fens(
+            config.variant, config.pairs, config.openings, config.opening_plies, seed=config.seed * 100003 + p_index
+        )
+        todo = [k for k in range(2 * config.pairs) if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
         if todo:
             out.append(Job(p_index, a, b, fens, todo))
     return out
@@ -141,19 +140,40 @@ def play_job(config: TournamentConfig, job: Job, agents: "dict | None" = None, o
     def record(g: int, score: float, plies: int, actions: "list[int]") -> None:
         k = job.todo[g]
         white, black = (job.a, job.b) if k % 2 == 0 else (job.b, job.a)
-        entry = {"white": white, "black": black, "opening": job.fens[k // 2], "pair": f"{job.index}:{k // 2}",
-                 "white_score": score if k % 2 == 0 else 1.0 - score, "plies": plies, "actions": actions}
+        entry = {
+            "white": white,
+            "black": black,
+            "opening": job.fens[k // 2],
+            "pair": f"{job.index}:{k // 2}",
+            "white_score": score if k % 2 == 0 else 1.0 - score,
+            "plies": plies,
+            "actions": actions,
+        }
         entries.append(entry)
         if on_entry is not None:
             on_entry(entry)
 
-    play_match(agents[job.a], agents[job.b], config.variant, len(job.todo), rng, start=start, on_game_end=record,
-               agent_colour=np.array(job.todo) % 2, one_at_a_time=config.one_at_a_time)
+    play_match(
+        agents[job.a],
+        agents[job.b],
+        config.variant,
+        len(job.todo),
+        rng,
+        start=start,
+        on_game_end=record,
+        agent_colour=np.array(job.todo) % 2,
+        one_at_a_time=config.one_at_a_time,
+    )
     return entries
 
 
-def run(config: TournamentConfig, out_dir: pathlib.Path, progress=None, ray_address: "str | None" = None,
-        use_ray: bool = False) -> "list[dict]":
+def run(
+    config: TournamentConfig,
+    out_dir: pathlib.Path,
+    progress=None,
+    ray_address: "str | None" = None,
+    use_ray: bool = False,
+) -> "list[dict]":
     """Play every missing game of the tournament; returns all game records.
 
     With ``use_ray`` the pairings are Ray tasks (a local Ray, or the cluster at
@@ -189,8 +209,9 @@ def _play_one_thread(config: TournamentConfig, job: Job) -> "list[dict]":
     return play_job(config, job)
 
 
-def play_jobs_on_ray(config: TournamentConfig, jobs: "list[Job]", address: "str | None" = None
-                     ) -> Iterator["list[dict]"]:
+def play_jobs_on_ray(
+    config: TournamentConfig, jobs: "list[Job]", address: "str | None" = None
+) -> Iterator["list[dict]"]:
     """The pairings as Ray tasks, one a pairing: yields each job's game records as its task finishes."""
     import ray  # the optional extra "ray"
 

@@ -26,6 +26,7 @@ import numpy as np
 from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, TINY_PRIOR, log_prior, mixed_value, sigma_coefficient
 from stapel_rl.mcts.tree import Tree
 
+
 @functools.lru_cache(maxsize=8)
 def _parent_slots(b: int, n: int) -> np.ndarray:
     """``int64 [B * N]``: game * (N + 1) + 1 for every flat node of B trees of N nodes (read-only).
@@ -115,8 +116,14 @@ class _Visited:
     coef: np.ndarray
 
     @classmethod
-    def of(cls, tree: Tree, node: np.ndarray, c_visit: float, c_scale: float,
-           children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None) -> "_Visited":
+    def of(
+        cls,
+        tree: Tree,
+        node: np.ndarray,
+        c_visit: float,
+        c_scale: float,
+        children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
+    ) -> "_Visited":
         """At distinct expanded nodes ``node`` (flat: game * N + node), whose ``visited_children`` are
         ``children`` if known."""
         g, a = node.size, tree.children_prior.shape[2]
@@ -139,19 +146,31 @@ class _Visited:
         counts = tree.node_visits.reshape(-1)[child].astype(np.float32)  # a child's visits are its edge's
         max_visits = np.zeros(g, np.float32)
         np.maximum.at(max_visits, rows, counts)
-        return cls(rows, flat, q, counts, prior, node_visits, has_unvisited, visited_prior, mixed, low,
-                   np.maximum(high - low, 1e-8), sigma_coefficient(c_visit, c_scale, max_visits))
+        return cls(
+            rows,
+            flat,
+            q,
+            counts,
+            prior,
+            node_visits,
+            has_unvisited,
+            visited_prior,
+            mixed,
+            low,
+            np.maximum(high - low, 1e-8),
+            sigma_coefficient(c_visit, c_scale, max_visits),
+        )
 
     def sigma(self, q: np.ndarray, rows: "np.ndarray | slice" = slice(None)) -> np.ndarray:
         """sigma of completed Q values ``q`` at nodes ``rows``."""
         return self.coef[rows] * ((q - self.low[rows]) / self.span[rows])
 
 
-def _improved_rows(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float,
-                   c_scale: float) -> "tuple[np.ndarray, _Visited]":
+def _improved_rows(
+    tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float
+) -> "tuple[np.ndarray, _Visited]":
     """``softmax(logits + sigma(completed Q))`` ``[G, A]`` at expanded live nodes ``nodes`` of ``games``,
     and their visited children."""
-    a = tree.children_prior.shape[2]
     node = games * tree.capacity + nodes
     logits = log_prior(tree, games, nodes)
     seen = _Visited.of(tree, node, c_visit, c_scale)
@@ -164,9 +183,15 @@ def _improved_rows(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: fl
     return policy, seen
 
 
-def select_interior(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float,
-                    unvisited: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
-                    children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None) -> np.ndarray:
+def select_interior(
+    tree: Tree,
+    games: np.ndarray,
+    nodes: np.ndarray,
+    c_visit: float,
+    c_scale: float,
+    unvisited: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
+    children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
+) -> np.ndarray:
     """Deterministic in-tree action ``[G]``: argmax over legal actions of improved policy minus visit share.
 
     Scores only the visited children and the best unvisited one. The
@@ -251,8 +276,15 @@ class Interior:
         level when the descents first reach them.
         """
         shape = tree.forced.shape
-        interior = cls(tree.forced.astype(np.int64), np.zeros(shape, np.int64), np.zeros(shape, np.float32),
-                       np.zeros(shape, np.float32), np.ones(shape, bool), c_visit, c_scale)
+        interior = cls(
+            tree.forced.astype(np.int64),
+            np.zeros(shape, np.int64),
+            np.zeros(shape, np.float32),
+            np.zeros(shape, np.float32),
+            np.ones(shape, bool),
+            c_visit,
+            c_scale,
+        )
         games, nodes = np.nonzero((tree.forced == -1) & (np.arange(tree.capacity) < tree.num_nodes[:, None]))
         inner = np.flatnonzero(nodes > 0)
         if inner.size:
@@ -272,7 +304,8 @@ class Interior:
             on = np.flatnonzero(place[rows] >= 0)
             g, n = games[stale], nodes[stale]
             self.best[g, n], self.best_prior[g, n], self.mass[g, n] = unvisited_best(
-                tree, node[stale], (place[rows[on]], actions[on]))
+                tree, node[stale], (place[rows[on]], actions[on])
+            )
             self.stale[g, n] = False
         unvisited = self.best[games, nodes], self.best_prior[games, nodes], self.mass[games, nodes]
         action = select_interior(tree, games, nodes, self.c_visit, self.c_scale, unvisited, children)
@@ -284,8 +317,15 @@ class Interior:
         if games.size:
             self.choose(tree, games, nodes)
 
-    def expanded(self, tree: Tree, games: np.ndarray, nodes: np.ndarray, forced: np.ndarray,
-                 live: np.ndarray, prior: "np.ndarray | None") -> None:
+    def expanded(
+        self,
+        tree: Tree,
+        games: np.ndarray,
+        nodes: np.ndarray,
+        forced: np.ndarray,
+        live: np.ndarray,
+        prior: "np.ndarray | None",
+    ) -> None:
         """Next actions at new nodes ``nodes`` of ``games``, whose ``tree.forced`` is ``forced`` ``[G]``,
         the ``live`` ones (indices into them) with children priors ``prior`` ``[L, A]``.
 

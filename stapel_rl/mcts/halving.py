@@ -49,7 +49,6 @@ def considered_table(max_considered: int, num_simulations: int) -> np.ndarray:
     return np.stack([considered_visits(m, num_simulations) for m in range(max_considered + 1)])
 
 
-
 @dataclasses.dataclass
 class Root:
     """Sequential halving at the roots of the F games with a choice there, for one search.
@@ -108,8 +107,14 @@ class Root:
 
     @classmethod
     def start(
-        cls, tree: Tree, gumbel: np.ndarray, base_visits: np.ndarray, max_considered: int, num_simulations: int,
-        c_visit: float, c_scale: float,
+        cls,
+        tree: Tree,
+        gumbel: np.ndarray,
+        base_visits: np.ndarray,
+        max_considered: int,
+        num_simulations: int,
+        c_visit: float,
+        c_scale: float,
     ) -> "Root":
         """The root state before the first simulation; ``gumbel``: ``[B, A]`` noise, -inf on illegal actions."""
         games = np.flatnonzero(tree.forced[:, 0] == -1)
@@ -122,17 +127,29 @@ class Root:
         prior_visited = np.where(visited, prior, 0)
         m = (games.size, max(1, min(max_considered, score.shape[1])))
         return cls(
-            games=games, score=score, fresh_score=score.copy(),
+            games=games,
+            score=score,
+            fresh_score=score.copy(),
             targets=considered_table(max_considered, num_simulations)[np.minimum(num_legal, max_considered)],
-            base_visits=base_visits[games], inherited=visited.any(axis=1), prior=prior,
-            prior_visited=prior_visited, visited_prior=prior_visited.sum(axis=1),
+            base_visits=base_visits[games],
+            inherited=visited.any(axis=1),
+            prior=prior,
+            prior_visited=prior_visited,
+            visited_prior=prior_visited.sum(axis=1),
             prior_q=np.where(visited, prior * q, 0),
-            q_low=np.where(visited, q, POS_INF), q_high=np.where(visited, q, NEG_INF),
-            num_visited=visited.sum(axis=1), num_legal=num_legal, max_visits=visits.max(axis=1, initial=0),
-            considered=np.zeros(m, np.int64), considered_at=np.zeros(m, np.int64),
-            considered_base=np.zeros(m, np.int32), considered_score=np.zeros(m, np.float32),
-            has_considered=np.zeros(games.size, bool), chosen=np.zeros(games.size, np.int64),
-            c_visit=c_visit, c_scale=c_scale,
+            q_low=np.where(visited, q, POS_INF),
+            q_high=np.where(visited, q, NEG_INF),
+            num_visited=visited.sum(axis=1),
+            num_legal=num_legal,
+            max_visits=visits.max(axis=1, initial=0),
+            considered=np.zeros(m, np.int64),
+            considered_at=np.zeros(m, np.int64),
+            considered_base=np.zeros(m, np.int32),
+            considered_score=np.zeros(m, np.float32),
+            has_considered=np.zeros(games.size, bool),
+            chosen=np.zeros(games.size, np.int64),
+            c_visit=c_visit,
+            c_scale=c_scale,
         )
 
     def _scales(self, tree: Tree) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]":

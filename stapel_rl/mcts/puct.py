@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from stapel_rl.mcts.qtransforms import NEG_INF
 from stapel_rl.mcts.tree import Tree
+
 
 def select(tree: Tree, games: np.ndarray, nodes: np.ndarray, c_puct: float, tie_noise: np.ndarray) -> np.ndarray:
     """PUCT action ``[G]`` at ``nodes`` of ``games``: argmax Q + c P sqrt(N) / (1 + n).

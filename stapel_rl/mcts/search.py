@@ -17,10 +17,9 @@ import torch
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
 from stapel_rl.mcts import gumbel, halving, puct
-from stapel_rl.mcts.qtransforms import NEG_INF, masked_softmax
+from stapel_rl.mcts.qtransforms import NEG_INF
 from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
-
 
 
 @dataclasses.dataclass(frozen=True)
@@ -285,8 +284,9 @@ def _simulate(
             order = leaf[games[leaf].argsort()]  # the games in order, as the evaluator always saw them
             expanding = games[order]
             parents = nodes[order] - expanding * capacity
-            new = _expand(tree, expanding, parents, actions[order], evaluator, interior, config.skip_forced,
-                          config.forced_rounds)
+            new = _expand(
+                tree, expanding, parents, actions[order], evaluator, interior, config.skip_forced, config.forced_rounds
+            )
             final[expanding] = expanding * capacity + new
         _backup(tree, final, games, nodes, actions)
     else:
@@ -295,7 +295,7 @@ def _simulate(
         root.update(tree)
         if len(path_nodes) > 1:
             # The nodes below the roots where the path chose: their children changed.
-            below = path_games[0].size + np.flatnonzero(tree.forced.reshape(-1)[nodes[path_games[0].size:]] == -1)
+            below = path_games[0].size + np.flatnonzero(tree.forced.reshape(-1)[nodes[path_games[0].size :]] == -1)
             interior.refresh(tree, games[below], nodes[below] - games[below] * capacity)
 
 

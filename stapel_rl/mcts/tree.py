@@ -82,12 +82,31 @@ class Tree:
 ILLEGAL_VALUE = np.float32(-1e9)
 
 _FILL = {
-    "node_visits": 0, "node_values": 0, "raw_values": 0, "parents": -1, "action_from_parent": -1,
-    "children_index": -1, "children_prior": 0, "children_visits": 0, "children_values": 0,
-    "player": 0, "terminal": False, "forced": -1, "num_legal": 0,
+    "node_visits": 0,
+    "node_values": 0,
+    "raw_values": 0,
+    "parents": -1,
+    "action_from_parent": -1,
+    "children_index": -1,
+    "children_prior": 0,
+    "children_visits": 0,
+    "children_values": 0,
+    "player": 0,
+    "terminal": False,
+    "forced": -1,
+    "num_legal": 0,
 }
-PER_NODE = ("node_visits", "node_values", "raw_values", "parents", "action_from_parent", "player", "terminal",
-            "forced", "num_legal")
+PER_NODE = (
+    "node_visits",
+    "node_values",
+    "raw_values",
+    "parents",
+    "action_from_parent",
+    "player",
+    "terminal",
+    "forced",
+    "num_legal",
+)
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
 #: Per-child arrays whose row a node's expansion writes whole (``search._evaluate``).
 WRITTEN_AT_EXPANSION = ("children_prior", "children_values")

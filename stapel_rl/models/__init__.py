@@ -31,7 +31,17 @@ _LAZY = {
     "NetworkEvaluator": "stapel_rl.models.inference",
 }
 
-__all__ = ["Evaluation", "Evaluator", "UniformEvaluator", *_LAZY]
+__all__ = [
+    "PRESETS",
+    "Evaluation",
+    "Evaluator",
+    "NetworkConfig",
+    "NetworkEvaluator",
+    "PolicyValueNet",
+    "UniformEvaluator",
+    "masked_log_softmax",
+    "masked_softmax",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -11,6 +11,7 @@ from stapel_rl.models.network import PolicyValueNet
 
 def policy_kl(reference_logits: np.ndarray, logits: np.ndarray, legal: np.ndarray) -> np.ndarray:
     """``KL(p_ref || p)`` ``[B]`` of the two masked-softmax policies over the legal actions ``bool [B, A]``."""
+
     def log_softmax(z: np.ndarray) -> np.ndarray:
         z = np.where(legal, z.astype(np.float64), -np.inf)
         z = z - z.max(axis=1, keepdims=True)

@@ -28,10 +28,15 @@ def code_version() -> str:
     """Package version plus the git commit (and ``-dirty``) when run from a checkout."""
     root = pathlib.Path(stapel_rl.__file__).resolve().parent.parent
     try:
-        commit = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, timeout=5).stdout.strip()
-        dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-                               capture_output=True, text=True, timeout=5).stdout.strip()
+        commit = subprocess.run(
+            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=5,
+        ).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         commit, dirty = "", ""
     return f"{stapel_rl.__version__}+{commit}{'-dirty' if dirty else ''}" if commit else stapel_rl.__version__
@@ -86,7 +91,9 @@ def load(path: "str | os.PathLike") -> "dict[str, Any]":
     try:
         data = torch.load(path, map_location="cpu", weights_only=False)
     except Exception as error:  # torch raises several types for damaged files
-        raise ValueError(f"checkpoint {str(path)!r} is corrupt or truncated ({type(error).__name__}: {error})") from None
+        raise ValueError(
+            f"checkpoint {str(path)!r} is corrupt or truncated ({type(error).__name__}: {error})"
+        ) from None
     if not isinstance(data, dict) or "model" not in data or "step" not in data:
         raise ValueError(f"{str(path)!r} is not a stapel-rl checkpoint (no model weights or step)")
     return data
@@ -103,8 +110,11 @@ def load_network(path: "str | os.PathLike") -> "tuple[PolicyValueNet, dict[str, 
 def export(source: "str | os.PathLike", target: "str | os.PathLike") -> "dict[str, Any]":
     """Copy a training checkpoint without its optimizer and replay buffer (an agent file, a few MB)."""
     data = load(source)
-    keep = {k: data[k] for k in ("model", "model_config", "config", "counters", "seed", "variant", "step",
-                                 "code_version") if k in data}
+    keep = {
+        k: data[k]
+        for k in ("model", "model_config", "config", "counters", "seed", "variant", "step", "code_version")
+        if k in data
+    }
     keep["exported_from"] = str(source)
     buffer = io.BytesIO()
     torch.save(keep, buffer)

@@ -49,8 +49,17 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 def fold_batch_norm(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     """A convolution computing ``bn(conv(x))`` of the eval-mode ``bn``: a new module, inputs untouched."""
     scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
-    fused = nn.Conv2d(conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding,
-                      conv.dilation, conv.groups, bias=True, device=conv.weight.device)
+    fused = nn.Conv2d(
+        conv.in_channels,
+        conv.out_channels,
+        conv.kernel_size,
+        conv.stride,
+        conv.padding,
+        conv.dilation,
+        conv.groups,
+        bias=True,
+        device=conv.weight.device,
+    )
     bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(bn.running_mean)
     with torch.no_grad():
         fused.weight.copy_(conv.weight.detach() * scale[:, None, None, None])
@@ -70,8 +79,9 @@ def _fold_all(module: nn.Module) -> None:
         _fold_all(child)
 
 
-def inference_copy(net: PolicyValueNet, precision: str = "fp32", device: "str | torch.device" = "cpu",
-                   fold: bool = True) -> PolicyValueNet:
+def inference_copy(
+    net: PolicyValueNet, precision: str = "fp32", device: "str | torch.device" = "cpu", fold: bool = True
+) -> PolicyValueNet:
     """An eval-mode copy of ``net`` on ``device`` for inference; ``net`` itself is not changed.
 
     ``fold`` folds batch norm into the convolutions; ``precision`` ("fp32",

@@ -51,8 +51,14 @@ class NetworkEvaluator:
         seconds: wall time spent inside ``__call__`` since then.
     """
 
-    def __init__(self, net: PolicyValueNet, device: "str | torch.device" = "auto", max_batch: int = 1024,
-                 precision: str = "auto", fold: bool = True) -> None:
+    def __init__(
+        self,
+        net: PolicyValueNet,
+        device: "str | torch.device" = "auto",
+        max_batch: int = 1024,
+        precision: str = "auto",
+        fold: bool = True,
+    ) -> None:
         if max_batch < 1:
             raise ValueError(f"max_batch must be positive, got {max_batch}")
         self.net = net
@@ -111,8 +117,9 @@ class NetworkEvaluator:
         self.seconds += time.perf_counter() - start
         return evaluation
 
-    def _forward(self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
-                 ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
+    def _forward(
+        self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
+    ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
         """One chunk: planes ``[b, NUM_PLANES, H, W]`` -> numpy board logits ``[b, 200]``, value, points."""
         if self.device.type == "cuda":
             obs = self._to_device(planes).to(DTYPES[self.precision])
@@ -132,8 +139,9 @@ class NetworkEvaluator:
         """``planes`` on the CUDA device through the pinned buffer (the caller's ``.cpu()`` syncs before reuse)."""
         n = planes.shape[0]
         if self._pinned is None or self._pinned.shape[0] < n or self._pinned.shape[1:] != planes.shape[1:]:
-            self._pinned = torch.empty((max(n, self.max_batch),) + planes.shape[1:], dtype=torch.float32,
-                                       pin_memory=True)
+            self._pinned = torch.empty(
+                (max(n, self.max_batch),) + planes.shape[1:], dtype=torch.float32, pin_memory=True
+            )
         staged = self._pinned[:n]
         staged.copy_(torch.from_numpy(planes))
         return staged.to(self.device, non_blocking=True)
@@ -143,7 +151,7 @@ class NetworkEvaluator:
             empty = np.zeros(0, np.float32)
             has_points = self.net.points_head is not None
             return Evaluation(np.zeros((0, NUM_ACTIONS), np.float32), empty, empty.copy() if has_points else None)
-        logits, value, points = zip(*outputs)
+        logits, value, points = zip(*outputs, strict=True)
         return Evaluation(
             np.concatenate(logits),
             np.concatenate(value),

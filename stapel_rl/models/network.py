@@ -28,7 +28,6 @@ from torch import nn
 from stapel_rl.env.geometry import NUM_ACTIONS, NUM_DIRECTIONS, NUM_SQUARES
 from stapel_rl.env.observation import CELL, LAYOUTS, NUM_PLANES
 
-
 POLICY_HEADS = ("fc", "conv")
 
 
@@ -166,8 +165,10 @@ class PolicyValueNet(nn.Module):
     def forward(self, obs: torch.Tensor) -> "tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]":
         """``obs [B, NUM_PLANES, H, W]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
         if obs.shape[-2:] != LAYOUTS[self.config.layout]:
-            raise ValueError(f"a {self.config.layout} network takes planes [B, C, "
-                             f"{', '.join(map(str, LAYOUTS[self.config.layout]))}], got {tuple(obs.shape)}")
+            raise ValueError(
+                f"a {self.config.layout} network takes planes [B, C, "
+                f"{', '.join(map(str, LAYOUTS[self.config.layout]))}], got {tuple(obs.shape)}"
+            )
         if self.config.layout == "compact":
             parity = self.parity.to(obs.dtype).expand(obs.shape[0], -1, -1, -1)
             obs = torch.cat([obs, parity], dim=1)

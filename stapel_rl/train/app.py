@@ -35,8 +35,7 @@ from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.mcts import SearchConfig
-from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-from stapel_rl.models import checkpoint
+from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet, checkpoint
 from stapel_rl.train.config import register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
@@ -53,18 +52,28 @@ CONFIG_DIR = str(bundled.CONFIG_DIR)
 def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> SearchConfig:
     m = cfg.mcts
     return SearchConfig(
-        num_simulations=num_simulations or m.num_simulations, algorithm=m.algorithm, c_puct=m.c_puct,
-        dirichlet_alpha=m.dirichlet_alpha, dirichlet_fraction=m.dirichlet_fraction,
-        max_considered=m.max_considered, c_visit=m.c_visit, c_scale=m.c_scale, skip_forced=m.skip_forced,
+        num_simulations=num_simulations or m.num_simulations,
+        algorithm=m.algorithm,
+        c_puct=m.c_puct,
+        dirichlet_alpha=m.dirichlet_alpha,
+        dirichlet_fraction=m.dirichlet_fraction,
+        max_considered=m.max_considered,
+        c_visit=m.c_visit,
+        c_scale=m.c_scale,
+        skip_forced=m.skip_forced,
         forced_rounds=m.forced_rounds,
     )
 
 
 def make_selfplay_config(cfg: DictConfig) -> SelfPlayConfig:
     """The self-play settings of a training config."""
-    return SelfPlayConfig(num_games=cfg.train.num_games, temperature_plies=cfg.mcts.temperature_plies,
-                          fast_simulations=cfg.mcts.fast_simulations, full_search_prob=cfg.mcts.full_search_prob,
-                          reuse_tree=cfg.mcts.reuse_tree)
+    return SelfPlayConfig(
+        num_games=cfg.train.num_games,
+        temperature_plies=cfg.mcts.temperature_plies,
+        fast_simulations=cfg.mcts.fast_simulations,
+        full_search_prob=cfg.mcts.full_search_prob,
+        reuse_tree=cfg.mcts.reuse_tree,
+    )
 
 
 def selfplay_device(train_device: torch.device) -> torch.device:
@@ -72,8 +81,9 @@ def selfplay_device(train_device: torch.device) -> torch.device:
     return torch.device(train_device) if torch.device(train_device).type == "cuda" else torch.device("cpu")
 
 
-def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
-         ) -> "dict[str, float]":
+def gate(
+    cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
+) -> "dict[str, float]":
     """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
     t = cfg.train
     candidate = PolicyValueNet(net.config)
@@ -81,13 +91,26 @@ def gate(cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, 
     config = search_config(cfg, t.gate_simulations)
     test = SPRT(0.0, t.gate_elo1)
     candidate_evaluator = NetworkEvaluator(candidate, device=best.device, precision=best.precision)
-    status = run_sprt(MCTSAgent(candidate_evaluator, config), MCTSAgent(best, config),
-                      variant, test, batch_pairs=16, max_pairs=t.gate_max_pairs, opening_plies=4, openings="random",
-                      seed=int(rng.integers(1 << 30)), verbose=False)
+    status = run_sprt(
+        MCTSAgent(candidate_evaluator, config),
+        MCTSAgent(best, config),
+        variant,
+        test,
+        batch_pairs=16,
+        max_pairs=t.gate_max_pairs,
+        opening_plies=4,
+        openings="random",
+        seed=int(rng.integers(1 << 30)),
+        verbose=False,
+    )
     if status == "H1":
         best.net.load_state_dict(net.state_dict())
-    return {"gate/accepted": float(status == "H1"), "gate/llr": test.llr(), "gate/pairs": len(test.scores),
-            "gate/score": float(np.mean(test.scores))}
+    return {
+        "gate/accepted": float(status == "H1"),
+        "gate/llr": test.llr(),
+        "gate/pairs": len(test.scores),
+        "gate/score": float(np.mean(test.scores)),
+    }
 
 
 def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
@@ -103,8 +126,11 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     if dist.backend not in ("none", "ray"):
         raise ValueError(f"distributed.backend must be 'none' or 'ray', got {dist.backend!r}")
     learner_device = dist.learner_device or cfg.device
-    device = torch.device("cuda" if learner_device == "auto" and torch.cuda.is_available() else
-                          ("cpu" if learner_device == "auto" else learner_device))
+    device = torch.device(
+        "cuda"
+        if learner_device == "auto" and torch.cuda.is_available()
+        else ("cpu" if learner_device == "auto" else learner_device)
+    )
 
     # --- the network, its optimizer and the replay buffer ---------------------------------
     model_fields = OmegaConf.to_container(cfg.model)
@@ -112,9 +138,19 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         model_fields["points_head"] = variant.points_decide
     model_config = NetworkConfig(**model_fields)
     net = PolicyValueNet(model_config).to(device)
-    trainer = Trainer(net, OptimConfig(lr=t.lr, weight_decay=t.weight_decay, warmup_steps=t.warmup_steps,
-                                       lr_schedule=t.lr_schedule, total_steps=t.total_steps,
-                                       points_weight=t.points_weight, precision=t.train_precision), device)
+    trainer = Trainer(
+        net,
+        OptimConfig(
+            lr=t.lr,
+            weight_decay=t.weight_decay,
+            warmup_steps=t.warmup_steps,
+            lr_schedule=t.lr_schedule,
+            total_steps=t.total_steps,
+            points_weight=t.points_weight,
+            precision=t.train_precision,
+        ),
+        device,
+    )
     # Self-play runs an inference copy on the training device (a GPU if the run has one, in half
     # precision there); it gets fresh weights every iteration.
     actor = PolicyValueNet(model_config)
@@ -136,8 +172,10 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         counters = state["counters"]
         rng.bit_generator.state = state["numpy_rng"]
         torch.set_rng_state(state["torch_rng"])
-        tqdm.write(f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
-                   f"{len(buffer)} positions in the replay buffer")
+        tqdm.write(
+            f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
+            f"{len(buffer)} positions in the replay buffer"
+        )
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay_config = make_selfplay_config(cfg)
     selfplay, workers = None, None
@@ -145,10 +183,19 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         # Each worker's random stream depends on the run seed, its index and the iteration it starts
         # at, so a resumed run is as reproducible as a fresh one.
         count = dist.actors if dist.backend == "ray" else t.selfplay_workers
-        specs = [WorkerSpec(variant.name, variant.ply_cap, dataclasses.asdict(model_config), t.inference_precision,
-                            search_config(cfg), selfplay_config, (cfg.seed, i, counters["iteration"]),
-                            str(selfplay_device(device)))
-                 for i in range(count)]
+        specs = [
+            WorkerSpec(
+                variant.name,
+                variant.ply_cap,
+                dataclasses.asdict(model_config),
+                t.inference_precision,
+                search_config(cfg),
+                selfplay_config,
+                (cfg.seed, i, counters["iteration"]),
+                str(selfplay_device(device)),
+            )
+            for i in range(count)
+        ]
         if dist.backend == "ray":
             workers = RaySelfPlayActors(specs, dist)
         else:
@@ -167,8 +214,13 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     if counters["iteration"] == 0:
         writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {version}")
     budget = t.hours * 3600.0
-    bar = tqdm(total=round(budget) if budget else (t.iterations or None), initial=0, unit="s" if budget else "it",
-               desc=f"Variant {variant.name}", dynamic_ncols=True)
+    bar = tqdm(
+        total=round(budget) if budget else (t.iterations or None),
+        initial=0,
+        unit="s" if budget else "it",
+        desc=f"Variant {variant.name}",
+        dynamic_ncols=True,
+    )
     bar.update(round(counters["seconds"]) if budget else counters["iteration"])
     path = None
 
@@ -221,22 +273,28 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 scalars.update(gate(cfg, net, evaluator, variant, rng))
 
             # 3. log
-            scalars.update({
-                "selfplay/positions_per_s": len(positions) / selfplay_seconds,
-                "selfplay/network_share": network_share,
-                "run/positions_per_s": len(positions) / (time.perf_counter() - start),
-                "selfplay/game_length": float(np.mean([g.plies for g in games])) if games else 0.0,
-                "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
-                "train/steps_per_s": len(history) / train_seconds if history else 0.0,
-                "train/replay_size": len(buffer),
-                # iterations between the weights that played a position and its first training
-                "selfplay/policy_lag": float(np.mean(it - 1 - positions.arrays["version"])) if len(positions) else 0.0,
-            })
+            scalars.update(
+                {
+                    "selfplay/positions_per_s": len(positions) / selfplay_seconds,
+                    "selfplay/network_share": network_share,
+                    "run/positions_per_s": len(positions) / (time.perf_counter() - start),
+                    "selfplay/game_length": float(np.mean([g.plies for g in games])) if games else 0.0,
+                    "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
+                    "train/steps_per_s": len(history) / train_seconds if history else 0.0,
+                    "train/replay_size": len(buffer),
+                    # iterations between the weights that played a position and its first training
+                    "selfplay/policy_lag": float(np.mean(it - 1 - positions.arrays["version"]))
+                    if len(positions)
+                    else 0.0,
+                }
+            )
             for i, (count, seconds) in enumerate(per_worker):
                 scalars[f"selfplay/worker_{i}_positions_per_s"] = count / max(seconds, 1e-9)
             since_eval = counters["seconds"] - counters.get("eval_at", 0.0)
-            if opponents and ((t.eval_every and it % t.eval_every == 0) or
-                              (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)):
+            if opponents and (
+                (t.eval_every and it % t.eval_every == 0)
+                or (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)
+            ):
                 agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))  # temperature 0: no noise
                 results = evaluate(agent, opponents, variant, t.eval_games, rng)
                 seconds = sum(r.seconds for r in results)
@@ -246,9 +304,15 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 for r in results:
                     scalars.update(r.scalars())
                 scalars.update({"eval/seconds": seconds, "eval/share_of_run": share})
-                tqdm.write(f"eval at iteration {it}: " + ", ".join(
-                    f"vs {r.opponent} {100 * r.score:.0f}% of {r.games} (Elo {r.elo:+.0f} [{r.elo_low:+.0f}, "
-                    f"{r.elo_high:+.0f}])" for r in results) + f"; {seconds:.0f} s, {100 * share:.0f}% of the run so far")
+                tqdm.write(
+                    f"eval at iteration {it}: "
+                    + ", ".join(
+                        f"vs {r.opponent} {100 * r.score:.0f}% of {r.games} (Elo {r.elo:+.0f} [{r.elo_low:+.0f}, "
+                        f"{r.elo_high:+.0f}])"
+                        for r in results
+                    )
+                    + f"; {seconds:.0f} s, {100 * share:.0f}% of the run so far"
+                )
             for key, value in scalars.items():
                 writer.add_scalar(key, value, it)
             if t.image_every and it % t.image_every == 0 and selfplay is not None:
@@ -262,34 +326,60 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             counters["iteration"] = it
             counters["seconds"] += time.perf_counter() - start
             bar.update(round(time.perf_counter() - start) if budget else 1)
-            shown = {k.split("/")[-1]: f"{v:.3g}" for k, v in scalars.items()
-                     if k in ("loss/policy", "loss/value", "selfplay/positions_per_s") or k.startswith("eval/score_vs_")}
+            shown = {
+                k.split("/")[-1]: f"{v:.3g}"
+                for k, v in scalars.items()
+                if k in ("loss/policy", "loss/value", "selfplay/positions_per_s") or k.startswith("eval/score_vs_")
+            }
             bar.set_postfix(it=it, games=counters["games"], **shown)
 
             # 4. checkpoint (atomic: temp file + rename). With a 60k replay buffer a save costs about a
             # second, 15% of a 6-second iteration: the default config saves by time, and always at the end.
             last = (budget and counters["seconds"] >= budget) or (t.iterations and it >= t.iterations)
             by_time = t.checkpoint_every_minutes and (
-                counters["seconds"] >= counters.get("saved_at", 0.0) + 60 * t.checkpoint_every_minutes)
+                counters["seconds"] >= counters.get("saved_at", 0.0) + 60 * t.checkpoint_every_minutes
+            )
             if last or by_time or (t.checkpoint_every and it % t.checkpoint_every == 0):
                 save_start = time.perf_counter()
                 counters["saved_at"] = counters["seconds"]
-                path = checkpoint.save(ckpt_dir, it, {
-                    "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
-                    "trainer": trainer.state_dict(), "replay": buffer.to_bytes(), "counters": dict(counters),
-                    "numpy_rng": rng.bit_generator.state, "torch_rng": torch.get_rng_state(),
-                    "config": OmegaConf.to_container(cfg), "seed": cfg.seed, "variant": variant.name,
-                    "code_version": version, "best_model": evaluator.net.state_dict() if t.gate else None,
-                }, keep=t.keep_checkpoints)
+                path = checkpoint.save(
+                    ckpt_dir,
+                    it,
+                    {
+                        "model": net.state_dict(),
+                        "model_config": dataclasses.asdict(model_config),
+                        "trainer": trainer.state_dict(),
+                        "replay": buffer.to_bytes(),
+                        "counters": dict(counters),
+                        "numpy_rng": rng.bit_generator.state,
+                        "torch_rng": torch.get_rng_state(),
+                        "config": OmegaConf.to_container(cfg),
+                        "seed": cfg.seed,
+                        "variant": variant.name,
+                        "code_version": version,
+                        "best_model": evaluator.net.state_dict() if t.gate else None,
+                    },
+                    keep=t.keep_checkpoints,
+                )
                 # Saving is part of the run's budget (the checkpoint itself cannot count its own save).
                 counters["seconds"] += time.perf_counter() - save_start
             # Snapshots for learning curves: the network alone, every keep_every_minutes of the run, all kept.
             if t.keep_every_minutes and counters["seconds"] >= counters.get("kept_at", 0.0) + 60 * t.keep_every_minutes:
                 counters["kept_at"] = counters["seconds"]
-                checkpoint.save(out_dir / "snapshots", it, {
-                    "model": net.state_dict(), "model_config": dataclasses.asdict(model_config),
-                    "counters": dict(counters), "config": OmegaConf.to_container(cfg), "seed": cfg.seed,
-                    "variant": variant.name, "code_version": version}, keep=0)
+                checkpoint.save(
+                    out_dir / "snapshots",
+                    it,
+                    {
+                        "model": net.state_dict(),
+                        "model_config": dataclasses.asdict(model_config),
+                        "counters": dict(counters),
+                        "config": OmegaConf.to_container(cfg),
+                        "seed": cfg.seed,
+                        "variant": variant.name,
+                        "code_version": version,
+                    },
+                    keep=0,
+                )
     finally:
         if workers is not None:
             workers.close()

@@ -7,7 +7,6 @@ is rejected by Hydra ("Key 'x' not in 'TrainConfig'").
 from __future__ import annotations
 
 import dataclasses
-from typing import List, Optional
 
 from hydra.core.config_store import ConfigStore
 
@@ -24,7 +23,7 @@ class ModelConfig:
     channels: int = 64  # convolution channels in the trunk
     policy_channels: int = 4  # 1x1-conv channels feeding the policy head
     value_hidden: int = 64  # hidden units of the value (and points) head
-    points_head: Optional[bool] = None  # auxiliary head predicting the final points difference; None: on for Variant II
+    points_head: bool | None = None  # auxiliary head predicting the final points difference; None: on for Variant II
     layout: str = "grid"  # input planes: "grid" (10x10 board) or "compact" (10x5, dark squares only: half the FLOPs)
     policy_head: str = "fc"  # "fc" (linear layer to the 200 logits) or "conv" (per square and direction; NetworkConfig)
 
@@ -44,7 +43,7 @@ class MCTSConfig:
     full_search_prob: float = 0.25  # with fast_simulations > 0: share of decisions given the full search
     reuse_tree: bool = True  # keep the chosen subtree for the next decision
     skip_forced: bool = True  # play forced actions (later leaps of the only capture, an only move) unsearched
-    forced_rounds: Optional[int] = 2  # with skip_forced: forced actions a search node plays on through at most
+    forced_rounds: int | None = 2  # with skip_forced: forced actions a search node plays on through at most
     # (the batch's longest forced run costs every expansion a batched engine step per action; null: no cap)
 
 
@@ -73,7 +72,7 @@ class TrainConfig:
     # (SearchOutput.search_value: Gumbel's improved policy's expected Q, PUCT's root mean)
     eval_every: int = 0  # iterations between evaluations (0 = only by eval_every_minutes)
     eval_every_minutes: float = 10.0  # minutes of the run between evaluations (0 = only by eval_every)
-    eval_opponents: List[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs
+    eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs
     eval_games: int = 16  # games per opponent: colour-swapped pairs from random openings
     eval_simulations: int = 16  # simulations of the evaluated MCTS agent (no noise)
     checkpoint_every: int = 1  # iterations between checkpoints (0 = only by checkpoint_every_minutes)
@@ -98,10 +97,10 @@ class DistributedConfig:
 
     backend: str = "none"  # "none": self-play in this process or train.selfplay_workers; "ray": Ray actors
     actors: int = 2  # Ray self-play actors (each a SelfPlay of train.num_games games)
-    address: Optional[str] = None  # null: start a local Ray here; "auto" or "host:port" or "ray://host:port": join
+    address: str | None = None  # null: start a local Ray here; "auto" or "host:port" or "ray://host:port": join
     cpus_per_actor: float = 1.0  # CPUs Ray reserves per actor; its torch threads = max(1, floor of this)
     gpus_per_actor: float = 0.0  # GPUs per actor (> 0: the actor's network runs on its CUDA device)
-    learner_device: Optional[str] = None  # device the learner trains on (null: the run's `device`)
+    learner_device: str | None = None  # device the learner trains on (null: the run's `device`)
     connect_timeout_s: float = 10.0  # seconds to reach a cluster's address before giving up with an error
 
 
@@ -114,7 +113,7 @@ class Config:
     distributed: DistributedConfig = dataclasses.field(default_factory=DistributedConfig)
     seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
     device: str = "cpu"  # "cpu", "cuda" or "auto" for the network during training
-    resume: Optional[str] = None  # a checkpoint to continue from (default: the newest in this run's directory)
+    resume: str | None = None  # a checkpoint to continue from (default: the newest in this run's directory)
 
 
 def register() -> None:

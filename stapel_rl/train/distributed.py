@@ -59,18 +59,24 @@ class RaySelfPlayActors:
         have = ray.cluster_resources().get("CPU", 0.0)
         if need > have:
             self.close()
-            raise RuntimeError(f"distributed.actors={len(specs)} x cpus_per_actor={config.cpus_per_actor:g} needs "
-                               f"{need:g} CPUs; the Ray cluster has {have:g}")
+            raise RuntimeError(
+                f"distributed.actors={len(specs)} x cpus_per_actor={config.cpus_per_actor:g} needs "
+                f"{need:g} CPUs; the Ray cluster has {have:g}"
+            )
         if config.gpus_per_actor and len(specs) * config.gpus_per_actor > ray.cluster_resources().get("GPU", 0.0):
             self.close()
-            raise RuntimeError(f"distributed.gpus_per_actor={config.gpus_per_actor} for {len(specs)} actors: "
-                               f"the Ray cluster has {ray.cluster_resources().get('GPU', 0.0):g} GPUs")
-        remote = ray.remote(num_cpus=config.cpus_per_actor, num_gpus=config.gpus_per_actor,
-                            max_restarts=-1, max_task_retries=-1)(SelfPlayActor)
+            raise RuntimeError(
+                f"distributed.gpus_per_actor={config.gpus_per_actor} for {len(specs)} actors: "
+                f"the Ray cluster has {ray.cluster_resources().get('GPU', 0.0):g} GPUs"
+            )
+        remote = ray.remote(
+            num_cpus=config.cpus_per_actor, num_gpus=config.gpus_per_actor, max_restarts=-1, max_task_retries=-1
+        )(SelfPlayActor)
         threads = max(1, int(config.cpus_per_actor))
         device = "cuda" if config.gpus_per_actor > 0 else "cpu"
-        self.actors = [remote.remote(dataclasses.replace(spec, device=device), i, threads)
-                       for i, spec in enumerate(specs)]
+        self.actors = [
+            remote.remote(dataclasses.replace(spec, device=device), i, threads) for i, spec in enumerate(specs)
+        ]
         self.futures: list = []
 
     @property
@@ -83,8 +89,7 @@ class RaySelfPlayActors:
 
         return ray.get([actor.pid.remote() for actor in self.actors])
 
-    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0
-                ) -> None:
+    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0) -> None:
         """Publish ``weights`` once and ask every actor for its share of ``positions`` (see ``SelfPlayWorkers``)."""
         import ray
 

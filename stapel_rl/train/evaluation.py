@@ -42,8 +42,12 @@ class EvalResult:
     def scalars(self) -> "dict[str, float]":
         """TensorBoard scalars ``eval/score_vs_<opponent>``, ``eval/elo_vs_<opponent>`` (+ interval)."""
         name = tag_name(self.opponent)
-        return {f"eval/score_vs_{name}": self.score, f"eval/elo_vs_{name}": self.elo,
-                f"eval/elo_vs_{name}_low": self.elo_low, f"eval/elo_vs_{name}_high": self.elo_high}
+        return {
+            f"eval/score_vs_{name}": self.score,
+            f"eval/elo_vs_{name}": self.elo,
+            f"eval/elo_vs_{name}_low": self.elo_low,
+            f"eval/elo_vs_{name}_high": self.elo_high,
+        }
 
 
 def tag_name(spec: str) -> str:
@@ -62,8 +66,14 @@ def make_opponents(specs: "list[str]") -> "dict[str, Agent]":
     return opponents
 
 
-def evaluate(agent: Agent, opponents: "dict[str, Agent]", variant: Variant, games: int,
-             rng: np.random.Generator, opening_plies: int = 4) -> "list[EvalResult]":
+def evaluate(
+    agent: Agent,
+    opponents: "dict[str, Agent]",
+    variant: Variant,
+    games: int,
+    rng: np.random.Generator,
+    opening_plies: int = 4,
+) -> "list[EvalResult]":
     """``agent`` against each opponent: ``games`` games (rounded up to pairs) from random openings."""
     pairs = max(1, (games + 1) // 2)
     results = []

@@ -97,8 +97,9 @@ class ReplayBuffer:
         self.size = min(self.size + n, self.capacity)
         self.added += n
 
-    def sample(self, batch_size: int, rng: np.random.Generator, layout: str = "grid",
-               value_mix: float = 0.0) -> TrainingBatch:
+    def sample(
+        self, batch_size: int, rng: np.random.Generator, layout: str = "grid", value_mix: float = 0.0
+    ) -> TrainingBatch:
         """``batch_size`` positions drawn uniformly, observations in ``layout`` ("grid" or "compact").
 
         The value target is ``(1 - value_mix) * result + value_mix * root value``.
@@ -143,6 +144,12 @@ class ReplayBuffer:
             self.size, self.cursor, self.added = 0, 0, 0
             # Buffers saved before a field existed load with zeros in it.
             n = len(saved["value"])
-            self.add(Positions({k: saved[k] if k in saved else np.zeros((n,) + shape, dtype)
-                                for k, (shape, dtype) in FIELDS.items()}))
+            self.add(
+                Positions(
+                    {
+                        k: saved[k] if k in saved else np.zeros((n,) + shape, dtype)
+                        for k, (shape, dtype) in FIELDS.items()
+                    }
+                )
+            )
             self.added = int(saved["added"])

@@ -62,10 +62,21 @@ class SelfPlay:
     number. (A loop over games at every decision cost ~5% of self-play.)
     """
 
-    def __init__(self, variant, evaluator: Evaluator, search_config: SearchConfig, config: SelfPlayConfig,
-                 rng: np.random.Generator):
+    def __init__(
+        self,
+        variant,
+        evaluator: Evaluator,
+        search_config: SearchConfig,
+        config: SelfPlayConfig,
+        rng: np.random.Generator,
+    ):
         self.variant, self.evaluator, self.search_config, self.config, self.rng = (
-            variant, evaluator, search_config, config, rng)
+            variant,
+            evaluator,
+            search_config,
+            config,
+            rng,
+        )
         self.state = engine.init(variant, config.num_games)
         # Two sets of tree arrays used in turn: the kept subtree is copied from one into the other.
         self.capacity = 2 * (search_config.num_simulations + 1)
@@ -93,7 +104,10 @@ class SelfPlay:
             collected += int(self.recorded[done].sum())
             for g in done:
                 self.outcomes[int(self.serial[g])] = (
-                    int(final.rewards[g, 0]), float(final.points[g, 0]) - float(final.points[g, 1]), int(final.ply[g]))
+                    int(final.rewards[g, 0]),
+                    float(final.points[g, 0]) - float(final.points[g, 1]),
+                    int(final.ply[g]),
+                )
             self.serial[done] = self.next_serial + np.arange(done.size)
             self.next_serial += done.size
             self.recorded[done] = 0
@@ -107,8 +121,11 @@ class SelfPlay:
         cfg, state = self.config, self.state
         full = cfg.fast_simulations <= 0 or self.rng.random() < cfg.full_search_prob
         sims = (simulations or self.search_config.num_simulations) if full else cfg.fast_simulations
-        search_config = dataclasses.replace(self.search_config, num_simulations=sims,
-                                            dirichlet_fraction=self.search_config.dirichlet_fraction if full else 0.0)
+        search_config = dataclasses.replace(
+            self.search_config,
+            num_simulations=sims,
+            dirichlet_fraction=self.search_config.dirichlet_fraction if full else 0.0,
+        )
         out = search(state, self.evaluator, search_config, self.rng, tree=self.tree)
         action = out.action
         if search_config.algorithm == "puct":
@@ -141,8 +158,15 @@ class SelfPlay:
             self.moves.extend((self.serial[g], a) for g, a in forced)
         fresh |= new_state.done
         restarted = engine.reset_games(new_state, new_state.done)
-        self.tree, _ = subtree(out.tree, action, restarted, self.capacity, self.search_config.num_simulations + 1,
-                               fresh=fresh, out=self.spare)
+        self.tree, _ = subtree(
+            out.tree,
+            action,
+            restarted,
+            self.capacity,
+            self.search_config.num_simulations + 1,
+            fresh=fresh,
+            out=self.spare,
+        )
         self.spare = out.tree
         self.state = restarted
         return new_state
@@ -153,7 +177,7 @@ class SelfPlay:
         outcome = np.array([self.outcomes[s] for s in finished], dtype=np.float64).reshape(-1, 3)
         self.outcomes = {}
 
-        serials, actions = (np.concatenate(parts) for parts in zip(*self.moves))
+        serials, actions = (np.concatenate(parts) for parts in zip(*self.moves, strict=True))
         ended = np.isin(serials, finished)
         order = np.argsort(serials[ended], kind="stable")  # each game's actions, in the order played
         bounds = np.searchsorted(serials[ended][order], finished, side="right")

@@ -53,7 +53,7 @@ def lr_factor(step: int, config: OptimConfig) -> float:
 
 
 def training_precision(precision: str, device: torch.device) -> str:
-    """"fp32" or "bf16" for training on ``device`` ("auto": bf16 where native). No fp16: it would need
+    """ "fp32" or "bf16" for training on ``device`` ("auto": bf16 where native). No fp16: it would need
     loss scaling, and bf16 keeps fp32's exponent range."""
     if precision not in ("auto", "fp32", "bf16"):
         raise ValueError(f"training precision must be 'auto', 'fp32' or 'bf16', got {precision!r}")
@@ -100,11 +100,17 @@ class Trainer:
             p = log_p.exp()
             entropy = -(p * torch.where(mask, log_p, torch.zeros_like(log_p))).sum(dim=1).mean()
             target_entropy = -(target * torch.log(target.clamp_min(1e-12))).sum(dim=1).mean()
-        metrics.update({
-            "loss/total": loss.item(), "loss/policy": policy_loss.item(), "loss/value": value_loss.item(),
-            "policy/entropy": entropy.item(), "policy/target_entropy": target_entropy.item(),
-            "value/abs_error": torch.mean(torch.abs(value - z)).item(), "train/lr": self.scheduler.get_last_lr()[0],
-        })
+        metrics.update(
+            {
+                "loss/total": loss.item(),
+                "loss/policy": policy_loss.item(),
+                "loss/value": value_loss.item(),
+                "policy/entropy": entropy.item(),
+                "policy/target_entropy": target_entropy.item(),
+                "value/abs_error": torch.mean(torch.abs(value - z)).item(),
+                "train/lr": self.scheduler.get_last_lr()[0],
+            }
+        )
         return metrics
 
     def state_dict(self) -> dict:

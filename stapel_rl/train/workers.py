@@ -76,9 +76,13 @@ class Batch:
     def join(answers: "list[tuple]") -> "Batch":
         """One batch from the workers' ``WorkerPlay.play`` answers."""
         parts = [Positions(arrays) for arrays, *_ in answers]
-        return Batch(Positions.concatenate(parts), [g for _, games, *_ in answers for g in games],
-                     sum(a[2] for a in answers), sum(a[3] for a in answers),
-                     [(len(p), a[3]) for p, a in zip(parts, answers)])
+        return Batch(
+            Positions.concatenate(parts),
+            [g for _, games, *_ in answers for g in games],
+            sum(a[2] for a in answers),
+            sum(a[3] for a in answers),
+            [(len(p), a[3]) for p, a in zip(parts, answers, strict=True)],
+        )
 
 
 class WorkerPlay:
@@ -104,8 +108,12 @@ class WorkerPlay:
         self.evaluator.reset_stats()
         start = time.perf_counter()
         positions = self.selfplay.play(count, simulations)
-        return (positions.arrays, self.selfplay.take_finished_games(), self.evaluator.seconds,
-                time.perf_counter() - start)
+        return (
+            positions.arrays,
+            self.selfplay.take_finished_games(),
+            self.evaluator.seconds,
+            time.perf_counter() - start,
+        )
 
 
 def _serve(connection, spec: WorkerSpec, index: int) -> None:
@@ -134,7 +142,9 @@ class SelfPlayWorkers:
         self.connections, self.processes = [], []
         for index, spec in enumerate(specs):
             parent, child = context.Pipe()
-            process = context.Process(target=_serve, args=(child, spec, index), name=f"stapel-selfplay-{index}", daemon=True)
+            process = context.Process(
+                target=_serve, args=(child, spec, index), name=f"stapel-selfplay-{index}", daemon=True
+            )
             process.start()
             child.close()
             self.connections.append(parent)
@@ -144,8 +154,7 @@ class SelfPlayWorkers:
     def pids(self) -> "list[int]":
         return [process.pid for process in self.processes]
 
-    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0
-                ) -> None:
+    def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0) -> None:
         """Ask every worker for ``positions / N`` positions played with ``weights`` (of iteration ``version``).
 
         ``simulations`` > 0 replaces the searches' simulation count for this request.
@@ -157,7 +166,7 @@ class SelfPlayWorkers:
     def collect(self) -> Batch:
         """Wait for every worker's answer to the last request."""
         answers = []
-        for index, (connection, process) in enumerate(zip(self.connections, self.processes)):
+        for index, (connection, process) in enumerate(zip(self.connections, self.processes, strict=True)):
             while not connection.poll(1.0):
                 if not process.is_alive():
                     raise RuntimeError(f"self-play worker {index} died (exit code {process.exitcode})")
@@ -170,7 +179,7 @@ class SelfPlayWorkers:
 
     def close(self) -> None:
         """Stop the workers; positions of a request still being played are dropped."""
-        for connection, process in zip(self.connections, self.processes):
+        for connection, process in zip(self.connections, self.processes, strict=True):
             if self.pending:  # it would finish its games first: nothing of that is wanted now
                 process.terminate()
                 continue

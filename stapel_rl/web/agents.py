@@ -27,8 +27,17 @@ from stapel_rl import bundled
 from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.models.checkpoint import load
 
-BASELINES = ("random", "greedy", "alphabeta:1", "alphabeta:2", "alphabeta:3", "alphabeta:4", "classical:time=0.1",
-             "classical:time=0.5", "classical:time=1")
+BASELINES = (
+    "random",
+    "greedy",
+    "alphabeta:1",
+    "alphabeta:2",
+    "alphabeta:3",
+    "alphabeta:4",
+    "classical:time=0.1",
+    "classical:time=0.5",
+    "classical:time=1",
+)
 NETWORK_KINDS = ("mcts", "policy")
 DEFAULT_SIMULATIONS = 64
 #: Bounds a client may ask for: a search of more simulations would hold a worker thread for minutes.
@@ -128,7 +137,9 @@ class AgentRegistry:
             elif kind == "mcts" and sep and key == "algorithm" and value in ALGORITHMS:
                 algorithm = value
             else:
-                usage = "mcts:NAME takes sims=N and algorithm=puct|gumbel" if kind == "mcts" else "policy:NAME takes none"
+                usage = (
+                    "mcts:NAME takes sims=N and algorithm=puct|gumbel" if kind == "mcts" else "policy:NAME takes none"
+                )
                 raise AgentError(f"agent {spec!r}: unexpected option {item!r} ({usage})")
         return Choice(spec, kind, self.checkpoints[name], simulations, algorithm)
 
@@ -143,8 +154,9 @@ class AgentRegistry:
             base = self._load(choice.kind, str(choice.checkpoint.path))
             agent = base
             if choice.kind == "mcts":
-                config = dataclasses.replace(base.config, num_simulations=choice.simulations,
-                                             algorithm=choice.algorithm or base.config.algorithm)
+                config = dataclasses.replace(
+                    base.config, num_simulations=choice.simulations, algorithm=choice.algorithm or base.config.algorithm
+                )
                 agent = dataclasses.replace(base, config=config)
         agent.name = choice.spec
         return agent

@@ -39,8 +39,9 @@ def analyse(agent: Agent, fen: str, variant: str, simulations: int, top: int = 5
     """
     evaluator = getattr(agent, "evaluator", None)
     if evaluator is None:
-        raise AnalysisError(f"agent {agent.name!r} has no network to search with: analysis needs an mcts:NAME or "
-                            "policy:NAME agent")
+        raise AnalysisError(
+            f"agent {agent.name!r} has no network to search with: analysis needs an mcts:NAME or policy:NAME agent"
+        )
     try:
         variant = get_variant(variant)
     except ValueError as problem:
@@ -70,16 +71,18 @@ def analyse(agent: Agent, fen: str, variant: str, simulations: int, top: int = 5
         path = [int(s) for s in moves.path[rows[0]] if s >= 0]
         if rows.size > 1:
             path = path[:2]
-        listed.append({
-            "move": move_text(path),
-            "path": [s + 1 for s in path],
-            "continuations": int(rows.size),
-            "action": int(a),
-            "visits": int(visits[a]),
-            "share": round(int(visits[a]) / total, 4),
-            "prior": round(float(prior[a]), 4),
-            "q": round(float(q[a]), 4) if visits[a] > 0 else None,
-        })
+        listed.append(
+            {
+                "move": move_text(path),
+                "path": [s + 1 for s in path],
+                "continuations": int(rows.size),
+                "action": int(a),
+                "visits": int(visits[a]),
+                "share": round(int(visits[a]) / total, 4),
+                "prior": round(float(prior[a]), 4),
+                "q": round(float(q[a]), 4) if visits[a] > 0 else None,
+            }
+        )
     value = float(out.search_value[0])  # Gumbel: the improved policy's value, not the mean over halving's visits
     mover = int(state.current_player[0])
     return {
@@ -118,15 +121,22 @@ def replay(text: str, index: int = 0) -> dict:
     positions = []
     for i, fen in enumerate(game["fens"]):
         one = take(states, [i])
-        positions.append({
-            "fen": fen,
-            "board": board(one),
-            "to_move": COLOURS[int(one.current_player[0])],
-            "last_move": squares_of(game["moves"][i - 1]) if i else None,
-        })
+        positions.append(
+            {
+                "fen": fen,
+                "board": board(one),
+                "to_move": COLOURS[int(one.current_player[0])],
+                "last_move": squares_of(game["moves"][i - 1]) if i else None,
+            }
+        )
     return {
         "games": [{"tags": tags} for tags, _ in games],
         "index": index,
-        "game": {"tags": game["tags"], "variant": states.variant.name, "moves": game["moves"],
-                 "result": game["result"], "positions": positions},
+        "game": {
+            "tags": game["tags"],
+            "variant": states.variant.name,
+            "moves": game["moves"],
+            "result": game["result"],
+            "positions": positions,
+        },
     }

@@ -10,7 +10,6 @@ changes nothing.
 from __future__ import annotations
 
 import pathlib
-from typing import Optional
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -51,8 +50,8 @@ class NewGame(_Body):
     variant: str = "I"
     agent: str = "greedy"
     human: str = "white"
-    fen: Optional[str] = None
-    seed: Optional[int] = None
+    fen: str | None = None
+    seed: int | None = None
 
 
 class Move(_Body):
@@ -113,8 +112,9 @@ def _validation_message(error: RequestValidationError) -> str:
     return "invalid request: " + "; ".join(parts)
 
 
-def create_app(checkpoint_dirs: "list[str | pathlib.Path]" = (), max_games: int = DEFAULT_MAX_GAMES,
-               include_committed: bool = True) -> FastAPI:
+def create_app(
+    checkpoint_dirs: "list[str | pathlib.Path]" = (), max_games: int = DEFAULT_MAX_GAMES, include_committed: bool = True
+) -> FastAPI:
     """The app: agents from the committed checkpoints and ``checkpoint_dirs``, at most ``max_games`` live games."""
     app = FastAPI(title="stapel-serve", version=__version__, docs_url=None, redoc_url=None)
     registry = AgentRegistry(list(checkpoint_dirs), include_committed=include_committed)
@@ -148,6 +148,7 @@ def create_app(checkpoint_dirs: "list[str | pathlib.Path]" = (), max_games: int 
 
     async def locked(game: WebGame, action) -> dict:
         """``action(game)`` then the game's view, in a worker thread holding the game's lock."""
+
         def run() -> dict:
             with game.lock:
                 try:
@@ -155,6 +156,7 @@ def create_app(checkpoint_dirs: "list[str | pathlib.Path]" = (), max_games: int 
                 except GameError as problem:
                     raise ApiError(400, str(problem)) from None
                 return game.view()
+
         return await run_in_threadpool(run)
 
     @app.get("/", include_in_schema=False)
@@ -201,8 +203,9 @@ def create_app(checkpoint_dirs: "list[str | pathlib.Path]" = (), max_games: int 
             with game.lock:
                 return game.pdn()
 
-        return PlainTextResponse(await run_in_threadpool(text), headers={
-            "Content-Disposition": f'inline; filename="stapel-{game.id}.pdn"'})
+        return PlainTextResponse(
+            await run_in_threadpool(text), headers={"Content-Disposition": f'inline; filename="stapel-{game.id}.pdn"'}
+        )
 
     @app.post("/api/analyse")
     async def analyse_position(body: Analyse) -> dict:

@@ -1,10 +1,11 @@
 """Live games of the web server: one ``Game`` per game, a lock each, a bounded store.
 
 The rules, the move texts and the history (for undo) are those of
-``stapel_rl.eval.game.Game``, which ``stapel-play`` keeps too; this module adds what a server needs around it: a start from
-any position, a lock so that one game's agent move never interleaves with
-another request on the same game, the JSON view the API returns, and a store
-that drops the least recently used games beyond its size.
+``stapel_rl.eval.game.Game``, which ``stapel-play`` keeps too; this module
+adds what a server needs around it: a start from any position, a lock so
+that one game's agent move never interleaves with another request on the
+same game, the JSON view the API returns, and a store that drops the least
+recently used games beyond its size.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import collections
 import secrets
 import threading
 
-from stapel_rl.eval.game import Game
 from stapel_rl.env import expand_full_moves, to_fens
 from stapel_rl.env.fen import format_stack
 from stapel_rl.env.notation import parse_move
@@ -21,6 +21,7 @@ from stapel_rl.env.render import status
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import Agent
+from stapel_rl.eval.game import Game
 from stapel_rl.eval.pdn import RESULTS
 
 COLOURS = ("white", "black")
@@ -32,7 +33,7 @@ class GameError(ValueError):
 
 def board(state: State) -> "list[str]":
     """The 50 stacks of game 0, top man first (``""`` for a vacant square), as the page draws them."""
-    return [format_stack(int(h), int(c)) for h, c in zip(state.height[0], state.colours[0])]
+    return [format_stack(int(h), int(c)) for h, c in zip(state.height[0], state.colours[0], strict=True)]
 
 
 def squares_of(text: str) -> "list[int]":
@@ -80,8 +81,14 @@ class WebGame:
         seed: seeds the agent's random choices.
     """
 
-    def __init__(self, agent: Agent, variant: str = "I", human: str = "white", fen: "str | None" = None,
-                 seed: "int | None" = None):
+    def __init__(
+        self,
+        agent: Agent,
+        variant: str = "I",
+        human: str = "white",
+        fen: "str | None" = None,
+        seed: "int | None" = None,
+    ):
         if human not in COLOURS:
             raise GameError(f"human must be 'white' or 'black', got {human!r}")
         try:
