@@ -1,6 +1,10 @@
 """The opening suites and the equal-time match harness."""
 
 import contextlib
+import pathlib
+import subprocess
+import sys
+import time
 
 import numpy as np
 import pytest
@@ -85,3 +89,35 @@ def test_stapel_match_at_equal_time_reports_pentanomial_counts_and_time_per_move
             assert main(["greedy", "random", *bad]) == 2
         if message:
             assert message in capsys.readouterr().err
+
+
+def test_a_killed_match_takes_its_job_processes_with_it():
+    """``stapel-match --jobs 2`` killed from outside: its job processes exit too (they would play on)."""
+    command = [sys.executable, "-m", "stapel_rl.cli.match", "classical:nodes=2000", "greedy", "--time", "0.05",
+               "--games", "200", "--jobs", "2"]  # fmt: skip
+    match = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    children_file = pathlib.Path(f"/proc/{match.pid}/task/{match.pid}/children")
+    try:
+        deadline = time.monotonic() + 60
+        jobs: "list[int]" = []
+        while len(jobs) < 2 and time.monotonic() < deadline:
+            time.sleep(0.2)
+            jobs = [int(p) for p in children_file.read_text().split()] if children_file.exists() else []
+        assert len(jobs) >= 2, "the match never started its jobs"
+        time.sleep(1.0)
+    finally:
+        match.kill()
+        match.wait()
+    deadline = time.monotonic() + 15
+    alive = jobs
+    while alive and time.monotonic() < deadline:
+        time.sleep(0.2)
+        alive = [p for p in jobs if pathlib.Path(f"/proc/{p}").exists() and "zombie" not in _state(p)]
+    assert not alive, f"job processes {alive} outlived the match"
+
+
+def _state(pid: int) -> str:
+    try:
+        return pathlib.Path(f"/proc/{pid}/status").read_text().split("State:")[1].split("\n")[0].lower()
+    except (OSError, IndexError):
+        return "zombie"

@@ -30,6 +30,7 @@ import concurrent.futures
 import multiprocessing
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -66,10 +67,21 @@ def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_a
     )
 
 
-def _one_thread() -> None:
-    """A job's process computes on one core: the jobs share the machine (before torch is imported)."""
+def _job_process(parent: int) -> None:
+    """A job's set-up: one core (before torch is imported), and an exit once the match process is gone.
+
+    A match killed from outside (Ctrl-C, ``kill``) would otherwise leave its jobs
+    playing on, taking the cores from whatever runs next.
+    """
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[name] = "1"
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(1.0)
+        os._exit(1)
+
+    threading.Thread(target=watch, name="stapel-match-watch", daemon=True).start()
 
 
 def _merge(results: "list[MatchResult]") -> MatchResult:
@@ -114,7 +126,9 @@ def play_in_parallel(
             advance(results[-1], c.size)
     else:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
-        with concurrent.futures.ProcessPoolExecutor(jobs, mp_context=context, initializer=_one_thread) as pool:
+        with concurrent.futures.ProcessPoolExecutor(
+            jobs, mp_context=context, initializer=_job_process, initargs=(os.getpid(),)
+        ) as pool:
             futures = [
                 pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
                 for j, c in enumerate(chunks)
