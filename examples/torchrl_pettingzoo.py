@@ -8,8 +8,7 @@ TorchRL requires for turn-based games). Each player is a group of its own
 (``player_0``, ``player_1``) with ``observation``, ``action_mask`` (the legal
 canonical actions; all True for the player not to move, whose action is
 ignored), ``mask`` (whether it is that player's turn), ``reward``, ``done`` and
-``info``. ``stapel_rl.env.wrappers.fixed_info_keys`` keeps each player's info
-keys the same all game, as the wrapper's info spec needs.
+``info`` (the same keys all game, as the wrapper's info spec needs).
 
 ``env.rollout`` without a policy draws ``env.rand_action``, which respects the
 action mask: uniformly random legal play. The second part builds one policy
@@ -29,14 +28,13 @@ from torchrl.envs.utils import ExplorationType, check_env_specs, set_exploration
 from torchrl.modules import MaskedCategorical, ProbabilisticActor
 
 from stapel_rl.env.pettingzoo_env import env as stapel_aec_env
-from stapel_rl.env.wrappers import fixed_info_keys
 
 #: Enough steps (single actions) for any game under the default ply cap of 600.
 MAX_STEPS = 20_000
 
 
 def make_env(variant: str, seed: int) -> PettingZooWrapper:
-    return PettingZooWrapper(env=fixed_info_keys(stapel_aec_env(variant=variant)), use_mask=True, seed=seed)
+    return PettingZooWrapper(env=stapel_aec_env(variant=variant), use_mask=True, seed=seed)
 
 
 def shared_policy(env: PettingZooWrapper) -> TensorDictSequential:

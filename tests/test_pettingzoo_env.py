@@ -245,3 +245,22 @@ def test_render(mode):
     else:
         assert isinstance(frame, np.ndarray) and frame.ndim == 3 and frame.shape[2] == 3
     e.close()
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_infos_keep_the_keys_of_reset_all_game(variant):
+    """TorchRL's PettingZooWrapper fixes its info spec at reset: the keys must not change."""
+    e = env(variant=variant)
+    e.reset(seed=0)
+    keys = {agent: set(info) for agent, info in e.infos.items()}
+    assert keys == {a: {"colour", "legal_moves", "result", "points"} for a in e.possible_agents}
+    rng = np.random.default_rng(0)
+    while e.agents:
+        obs, _, terminated, truncated, info = e.last()
+        if terminated or truncated:  # the game is over: its result
+            assert info["result"] == int(e.unwrapped.state.rewards[0, 0]) and info["points"] == [
+                int(p) for p in e.unwrapped.state.points[0]
+            ]
+        assert {a: set(info) for a, info in e.infos.items()} == {a: keys[a] for a in e.agents}
+        e.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
+    assert not e.infos  # every agent has stepped out

@@ -11,7 +11,6 @@ from torchrl.envs import PettingZooWrapper
 from torchrl.envs.utils import ExplorationType, check_env_specs, set_exploration_type
 
 from stapel_rl.env.pettingzoo_env import env as aec_env
-from stapel_rl.env.wrappers import fixed_info_keys
 
 EXAMPLE = pathlib.Path(__file__).resolve().parent.parent / "examples" / "torchrl_pettingzoo.py"
 GROUPS = ("player_0", "player_1")
@@ -27,7 +26,7 @@ def one_thread():
 
 
 def wrapped(variant: str, seed: int = 0) -> PettingZooWrapper:
-    return PettingZooWrapper(env=fixed_info_keys(aec_env(variant=variant)), use_mask=True, seed=seed)
+    return PettingZooWrapper(env=aec_env(variant=variant), use_mask=True, seed=seed)
 
 
 def check_game(rollout) -> None:

@@ -1,4 +1,4 @@
-"""VersusAgent (single-agent Gymnasium view with an agent playing the other side) and fixed_info_keys."""
+"""VersusAgent: the single-agent Gymnasium view with an agent playing the other side."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from gymnasium.utils.passive_env_checker import env_reset_passive_checker, env_s
 from stapel_rl.env import engine, from_fens
 from stapel_rl.env.gym_env import StapelEnv
 from stapel_rl.env.observation import canonical_mask, encode
-from stapel_rl.env.wrappers import VersusAgent, fixed_info_keys
+from stapel_rl.env.wrappers import VersusAgent
 from stapel_rl.eval.agents import GreedyAgent
 
 
@@ -130,23 +130,3 @@ def test_bad_input_names_what_is_allowed_and_changes_nothing():
     with pytest.raises(ValueError, match=r"illegal action 0; legal canonical actions: \["):
         env.step(0)
     assert engine.to_fens(env.state) == before and env.state.ply[0] == 0
-
-
-@pytest.mark.parametrize("variant", ["I", "II"])
-def test_fixed_info_keys_keeps_the_keys_of_reset_all_game(variant):
-    from stapel_rl.env.pettingzoo_env import env as aec_env
-
-    env = fixed_info_keys(aec_env(variant=variant))
-    env.reset(seed=0)
-    keys = {agent: set(info) for agent, info in env.infos.items()}
-    assert keys == {a: {"colour", "legal_moves", "result", "points"} for a in env.possible_agents}
-    rng = np.random.default_rng(0)
-    while env.agents:
-        obs, _, terminated, truncated, info = env.last()
-        if terminated or truncated:  # the game is over: its result, as the bare env gives it
-            assert info["result"] == int(env.unwrapped.state.rewards[0, 0]) and info["points"] == [
-                int(p) for p in env.unwrapped.state.points[0]
-            ]
-        assert {a: set(info) for a, info in env.infos.items()} == {a: keys[a] for a in env.agents}
-        env.step(None if terminated or truncated else int(rng.choice(np.flatnonzero(obs["action_mask"]))))
-    assert not env.infos  # every agent has stepped out

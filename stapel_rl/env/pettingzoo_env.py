@@ -121,10 +121,11 @@ class raw_env(AECEnv, EzPickle):
             info: "dict[str, Any]" = {
                 "colour": self.agent_colour[agent],
                 "legal_moves": legal if agent == to_move else 0,
+                # The same keys all game (TorchRL's PettingZooWrapper fixes its info spec at reset):
+                # +1 White won, -1 Black won, 0 draw, truncation or still running; the Variant II points now.
+                "result": int(self.state.rewards[0, 0]) if self.state.done[0] else 0,
+                "points": [int(p) for p in self.state.points[0]],
             }
-            if self.state.done[0]:
-                info["result"] = int(self.state.rewards[0, 0])  # +1 White won, -1 Black won, 0 otherwise
-                info["points"] = [int(p) for p in self.state.points[0]]
             self.infos[agent] = info
 
     # -- AEC API ---------------------------------------------------------

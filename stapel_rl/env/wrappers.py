@@ -22,7 +22,6 @@ This module is not imported by ``stapel_rl.env``: import it by name.
 
 from __future__ import annotations
 
-import functools
 from typing import Any
 
 import gymnasium as gym
@@ -144,39 +143,3 @@ class VersusAgent(gym.Wrapper):
         more, opp_terminated, opp_truncated = self._opponent_turns()
         obs, info = self._observe()
         return obs, reward + more, terminated or opp_terminated, truncated or opp_truncated, info
-
-
-@functools.cache
-def _fixed_info_keys_class():
-    from pettingzoo.utils.wrappers import BaseWrapper
-
-    class FixedInfoKeys(BaseWrapper):
-        """The Stapeldammen AEC env whose infos hold ``colour``, ``legal_moves``, ``result`` and ``points`` always."""
-
-        @property
-        def infos(self) -> "dict[str, dict[str, Any]]":
-            points = [int(p) for p in self.env.unwrapped.state.points[0]]
-            return {
-                agent: {
-                    "colour": info["colour"],
-                    "legal_moves": info["legal_moves"],
-                    "result": info.get("result", 0),
-                    "points": points,
-                }
-                for agent, info in self.env.infos.items()
-            }
-
-    return FixedInfoKeys
-
-
-def fixed_info_keys(aec_env):
-    """The PettingZoo env ``aec_env`` (``stapel_rl.env.pettingzoo_env.env()``) with the same info keys all game.
-
-    Each agent's info holds ``colour``, ``legal_moves``, ``result`` (+1 White
-    won, -1 Black won, 0 draw, truncation or game still running) and
-    ``points`` (the Variant II points of White and Black now) from ``reset``
-    on. The bare env adds ``result`` and ``points`` only once the game is
-    over, which TorchRL's ``PettingZooWrapper`` cannot take: it builds its
-    info spec from the infos at ``reset``. Needs pettingzoo.
-    """
-    return _fixed_info_keys_class()(aec_env)
