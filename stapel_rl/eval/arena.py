@@ -9,10 +9,10 @@ from collections.abc import Callable
 import numpy as np
 
 from stapel_rl.env import engine
-from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import State, concatenate, take
 from stapel_rl.env.variants import Variant, get_variant
 from stapel_rl.eval.agents import Agent
+from stapel_rl.eval.openings import random_opening_states
 from stapel_rl.eval.pentanomial import Pentanomial
 
 #: Agent kinds that search by time, and so take a match's time per move.
@@ -68,15 +68,6 @@ class MatchResult:
         return f"{self.record()}, score {100 * self.score:.1f}%"
 
 
-def opening_positions(variant: Variant, num_games: int, random_plies: int, rng: np.random.Generator) -> State:
-    """Start positions after ``random_plies`` random actions (games that ended are restarted)."""
-    state = engine.init(variant, num_games)
-    for _ in range(random_plies):
-        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-        state = engine.reset_games(state, state.done)
-    return state
-
-
 def paired_openings(
     variant: Variant, pairs: int, random_plies: int, rng: np.random.Generator
 ) -> "tuple[State, np.ndarray]":
@@ -86,7 +77,7 @@ def paired_openings(
     game (``play_match``'s ``start`` and ``agent_colour``). Playing both sides
     of an opening cancels most of its luck.
     """
-    openings = opening_positions(variant, pairs, random_plies, rng)
+    openings = random_opening_states(variant, pairs, random_plies, rng)
     return concatenate([openings, openings]), np.repeat([0, 1], pairs)
 
 
@@ -142,9 +133,10 @@ def play_match(
         state = engine.step(state, actions)
         ended = state.done & ~was_done
         white_result[ended] = state.rewards[ended, 0]
-        for g in np.flatnonzero(ended) if on_game_end else ():
-            score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
-            on_game_end(int(g), float(score), int(state.ply[g]), played[g])
+        if on_game_end is not None:
+            for g in np.flatnonzero(ended):
+                score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
+                on_game_end(int(g), float(score), int(state.ply[g]), played[g])
     agent_result = np.where(colour == 0, white_result, -white_result)
     return MatchResult(
         scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy(), seconds=seconds, moves=moves

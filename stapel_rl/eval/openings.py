@@ -18,6 +18,7 @@ import numpy as np
 
 from stapel_rl.env import engine, to_fens
 from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env.state import State
 from stapel_rl.env.variants import Variant, get_variant
 
 SUITE_DIR = pathlib.Path(__file__).resolve().parent / "openings"
@@ -36,18 +37,21 @@ def suite(variant: "Variant | str") -> "tuple[str, ...]":
     return tuple(line.strip() for line in lines if line.strip() and not line.startswith("#"))
 
 
-def random_openings(variant: "Variant | str", count: int, plies: int, seed: int) -> "list[str]":
-    """``count`` positions (position text) after ``plies`` random actions, none finished."""
-    variant = get_variant(variant)
-    rng = np.random.default_rng(seed)
-    state = engine.init(variant, count)
+def random_opening_states(variant: "Variant | str", count: int, plies: int, rng: np.random.Generator) -> State:
+    """``count`` positions after ``plies`` random actions (games that ended restart), each at the start of a turn."""
+    state = engine.init(get_variant(variant), count)
     for _ in range(plies):
         state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
         state = engine.reset_games(state, state.done)
     # Finish any capture under way so that every opening is a position text.
     while (state.capturing >= 0).any():
         state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-    return to_fens(state)
+    return state
+
+
+def random_openings(variant: "Variant | str", count: int, plies: int, seed: int) -> "list[str]":
+    """``count`` positions (position text) after ``plies`` random actions, none finished."""
+    return to_fens(random_opening_states(variant, count, plies, np.random.default_rng(seed)))
 
 
 def opening_fens(
