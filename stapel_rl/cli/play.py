@@ -63,14 +63,8 @@ commands:
 class PlaySession(Game):
     """A ``Game`` played in the terminal: a person reading and typing lines against an agent.
 
-    Args:
-        agent: the opponent, called at every decision point of its turns.
-        variant: "I" or "II".
-        human: the person's colour, 0 = White, 1 = Black.
-        seed: seeds the agent's moves and, separately, the hints.
-        out: where the transcript goes (flushed after every line).
-        start_fen: the position to start from (default: the variant's start);
-            malformed text raises ``ValueError``.
+    The arguments are ``Game``'s, and ``out``: where the transcript goes
+    (flushed after every line).
     """
 
     def __init__(
