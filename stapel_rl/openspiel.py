@@ -48,7 +48,7 @@ from stapel_rl.env.geometry import JUMP, NEIGHBOR, NUM_ACTIONS
 from stapel_rl.env.notation import move_text
 from stapel_rl.env.observation import NUM_PLANES, encode
 from stapel_rl.env.state import State
-from stapel_rl.env.variants import VARIANTS, get_variant
+from stapel_rl.env.variants import VARIANTS, Variant, get_variant
 
 GAME_NAME = "python_stapeldammen"
 NUM_PLAYERS = 2
@@ -77,7 +77,7 @@ GAME_TYPE = pyspiel.GameType(
 )
 
 
-def _game_params(params: "dict | None") -> "tuple[dict, object]":
+def _game_params(params: "dict | None") -> "tuple[dict, Variant]":
     """The full parameters (defaults filled in) and the engine variant they name; ValueError if bad."""
     params = dict(params or {})
     unknown = sorted(set(params) - set(DEFAULT_PARAMS))

@@ -170,13 +170,14 @@ def _ctpop(typingctx, x):
 
 @njit(cache=True, nogil=True, inline="always")
 def popcount(x: np.uint64) -> int:
-    return int(_ctpop(np.uint64(x)))
+    return int(_ctpop(np.uint64(x)))  # type: ignore[call-arg]  # @intrinsic drops the typing-context parameter
 
 
 @njit(cache=True, nogil=True, inline="always")
 def lowest_square(bb: np.uint64) -> int:
     """Square index of the lowest set bit of a non-empty bitboard."""
-    return BIT_SQUARE[trailing_zeros(bb)]
+    bit: int = trailing_zeros(bb)  # type: ignore[call-arg]  # @intrinsic drops the typing-context parameter
+    return BIT_SQUARE[bit]
 
 
 @njit(cache=True, nogil=True)

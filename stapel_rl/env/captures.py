@@ -65,7 +65,9 @@ def max_capture_mask(
     opp_colour = (1 - np.asarray(player, dtype=np.int64)).astype(np.uint64)
 
     depth = np.zeros(num_games, dtype=np.int64)
-    reached = []  # per level: the games and first leaps of the paths that reached it
+    reached: list[
+        tuple[np.ndarray, np.ndarray]
+    ] = []  # per level: the games and first leaps of the paths that reached it
     while game.size:
         # The stacks each row may leap (not the one it just leapt) and the squares it may land on.
         leapable = opp & ~_MASK_OR_NONE[last]

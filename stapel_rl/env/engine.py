@@ -338,7 +338,7 @@ def play_forced(
     sets the rounds, so the search caps them and lets the few games left over
     take a node for their forced action (``SearchConfig.forced_rounds``).
     """
-    played = []
+    played: list[tuple[np.ndarray, np.ndarray]] = []
     index = np.flatnonzero(~state.done & (count_legal(state.legal_action_mask) == 1))
     if not index.size:
         return state, played

@@ -90,7 +90,8 @@ def _step_counts(batch: int) -> "tuple[np.ndarray, np.ndarray]":
     counts = tuple(np.ascontiguousarray(np.broadcast_to(c, (batch, NUM_DIRECTIONS))) for c in (left, right))
     for c in counts:
         c.flags.writeable = False
-    return counts
+    left_counts, right_counts = counts
+    return left_counts, right_counts
 
 
 def shift_all(bb: np.ndarray) -> np.ndarray:

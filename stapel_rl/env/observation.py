@@ -141,7 +141,7 @@ def encode(state: State, layout: str = "grid") -> np.ndarray:
         return planes.reshape(b, NUM_PLANES, *LAYOUTS["compact"])
     # Dark squares of even rows sit on odd columns and vice versa: two strided
     # copies put the 50 squares onto the 10x10 grid (square = 10 * row_pair + 5 * parity + k).
-    grid = np.zeros((b, NUM_PLANES, 5, 2, 5, 2), dtype=np.float32)
+    grid: np.ndarray = np.zeros((b, NUM_PLANES, 5, 2, 5, 2), dtype=np.float32)
     by_row = planes.reshape(b, NUM_PLANES, 5, 2, 5)
     grid[:, :NUM_BOARD_PLANES, :, 0, :, 1] = by_row[:, :NUM_BOARD_PLANES, :, 0, :]
     grid[:, :NUM_BOARD_PLANES, :, 1, :, 0] = by_row[:, :NUM_BOARD_PLANES, :, 1, :]

@@ -70,7 +70,7 @@ class StapelVectorEnv(VectorEnv):
             info["_result"] = s.done.copy()
         return encode(s), info
 
-    def reset(self, *, seed: "int | list[int] | None" = None, options: "dict | None" = None):
+    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None):
         super().reset(seed=seed)
         self.state = engine.init(self.variant, self.num_envs)
         return self._observe()
