@@ -110,7 +110,7 @@ def load_network(path: "str | os.PathLike") -> "tuple[PolicyValueNet, dict[str, 
 def export(source: "str | os.PathLike", target: "str | os.PathLike") -> "dict[str, Any]":
     """Copy a training checkpoint without its optimizer and replay buffer (an agent file, a few MB)."""
     data = load(source)
-    keep = {
+    keep: dict[str, Any] = {
         k: data[k]
         for k in ("model", "model_config", "config", "counters", "seed", "variant", "step", "code_version")
         if k in data

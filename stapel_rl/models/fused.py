@@ -17,6 +17,7 @@ tensor cores.
 from __future__ import annotations
 
 import copy
+from typing import cast
 
 import torch
 from torch import nn
@@ -48,18 +49,25 @@ def resolve_precision(precision: str, device: torch.device) -> str:
 
 def fold_batch_norm(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
     """A convolution computing ``bn(conv(x))`` of the eval-mode ``bn``: a new module, inputs untouched."""
+    assert bn.running_mean is not None and bn.running_var is not None, "batch norm without running statistics"
     scale = bn.weight.detach() / torch.sqrt(bn.running_var + bn.eps)
+    # A Conv2d's sizes are pairs; torch types them as _ConvNd's, tuples of any length.
+    kernel_size, stride, padding, dilation = cast(
+        "tuple[tuple[int, int], tuple[int, int], str | tuple[int, int], tuple[int, int]]",
+        (conv.kernel_size, conv.stride, conv.padding, conv.dilation),
+    )
     fused = nn.Conv2d(
         conv.in_channels,
         conv.out_channels,
-        conv.kernel_size,
-        conv.stride,
-        conv.padding,
-        conv.dilation,
+        kernel_size,
+        stride,
+        padding,
+        dilation,
         conv.groups,
         bias=True,
         device=conv.weight.device,
     )
+    assert fused.bias is not None  # made with bias=True
     bias = conv.bias.detach() if conv.bias is not None else torch.zeros_like(bn.running_mean)
     with torch.no_grad():
         fused.weight.copy_(conv.weight.detach() * scale[:, None, None, None])
@@ -73,8 +81,9 @@ def _fold_all(module: nn.Module) -> None:
         if isinstance(child, nn.Sequential):
             layers = list(child)
             for i in range(len(layers) - 1):
-                if isinstance(layers[i], nn.Conv2d) and isinstance(layers[i + 1], nn.BatchNorm2d):
-                    child[i] = fold_batch_norm(layers[i], layers[i + 1])
+                conv, bn = layers[i], layers[i + 1]
+                if isinstance(conv, nn.Conv2d) and isinstance(bn, nn.BatchNorm2d):
+                    child[i] = fold_batch_norm(conv, bn)
                     child[i + 1] = nn.Identity()
         _fold_all(child)
 
@@ -97,7 +106,8 @@ def inference_copy(
     memory_format = torch.channels_last if device.type == "cpu" else torch.preserve_format
     # The heads stay in the same format: running them in fp32 cut the largest
     # value error only from 0.049 to 0.043 (trained Variant I net) for 10% of the speed.
-    fast = fast.to(device=device, dtype=dtype, memory_format=memory_format)
+    # Module.to takes memory_format (its docstring's last form); torch's overloads leave it out.
+    fast = fast.to(device=device, dtype=dtype, memory_format=memory_format)  # type: ignore[call-overload]
     for p in fast.parameters():
         p.requires_grad_(False)
     return fast

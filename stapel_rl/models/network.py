@@ -131,6 +131,10 @@ class PolicyValueNet(nn.Module):
       difference (side to move minus opponent), or None without that head.
     """
 
+    # Buffers registered in __init__ (parity: compact layout; square_cells: conv policy head).
+    parity: torch.Tensor
+    square_cells: torch.Tensor
+
     def __init__(self, config: "NetworkConfig | str" = "default") -> None:
         super().__init__()
         if isinstance(config, str):
