@@ -210,7 +210,7 @@ def select_interior(
     rows, flat = seen.rows, seen.flat
     if unvisited is None:
         unvisited = unvisited_best(tree, node, (rows, flat - rows * a))
-    unvisited, best_prior, mass = unvisited
+    candidate, best_prior, mass = unvisited
     # log_prior's logits, at the few places needed: priors below 1e-30 count as 1e-30.
     z_visited = np.log(np.maximum(seen.prior, TINY_PRIOR)) + seen.sigma(seen.q, rows)
     has_unvisited = seen.has_unvisited
@@ -226,7 +226,7 @@ def select_interior(
     score_unvisited = np.exp(z_unvisited - top) / total  # 0 where none is left
     best = np.where(has_unvisited, score_unvisited, NEG_INF)
     np.maximum.at(best, rows, score_visited)
-    choice = np.where(has_unvisited & (score_unvisited >= best), unvisited, a)
+    choice = np.where(has_unvisited & (score_unvisited >= best), candidate, a)
     wins = np.flatnonzero(score_visited >= best[rows])
     np.minimum.at(choice, rows[wins], flat[wins] - rows[wins] * a)
     return choice
@@ -334,6 +334,7 @@ class Interior:
         """
         action = forced.astype(np.int64)
         if live.size:
+            assert prior is not None  # given for the live nodes
             choice = np.flatnonzero(action[live] == -1)
             action[live[choice]] = prior[choice].argmax(axis=1)
         self.next_action[games, nodes] = action

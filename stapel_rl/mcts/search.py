@@ -161,6 +161,7 @@ def _evaluate(
         tree.children_prior[g, n] = 0
         tree.children_values[g, n] = 0
     if interior is not None:
+        assert forced is not None  # _expand gives both
         interior.expanded(tree, games, nodes, forced, live, prior)
     tree.raw_values[games, nodes] = value
 
@@ -243,6 +244,7 @@ def _simulate(
         if free.size:
             action[free] = puct.select(tree, free, np.zeros(free.size, np.int64), config.c_puct, noise)
     else:
+        assert interior is not None  # Gumbel has both
         cache = interior.next_action.reshape(-1)
         if root.games.size:
             action[root.games] = root.select(tree, k)
@@ -263,6 +265,7 @@ def _simulate(
                 if root is None:
                     action[missing] = puct.select(tree, g, nodes_here, config.c_puct, noise)
                 else:
+                    assert interior is not None  # Gumbel has both
                     action[missing] = interior.choose(tree, g, nodes_here)
         child = children[node * num_actions + action]
         path_games.append(games)
@@ -296,6 +299,7 @@ def _simulate(
         if len(path_nodes) > 1:
             # The nodes below the roots where the path chose: their children changed.
             below = path_games[0].size + np.flatnonzero(tree.forced.reshape(-1)[nodes[path_games[0].size :]] == -1)
+            assert interior is not None  # Gumbel has both
             interior.refresh(tree, games[below], nodes[below] - games[below] * capacity)
 
 
@@ -360,5 +364,6 @@ def search(
     else:
         policy, search_value = gumbel.root_policy(tree, config.c_visit, config.c_scale)
         search_value = np.where(tree.num_legal[:, 0] > 0, search_value, root_value)
+        assert root is not None  # made for Gumbel above
         action = root.final_action(tree)
     return SearchOutput(action.astype(np.int64), policy, visits, root_value, search_value, tree)
