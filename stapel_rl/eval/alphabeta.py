@@ -65,6 +65,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+from typing import TypedDict
 
 import numpy as np
 
@@ -123,7 +124,7 @@ _OVER = NEIGHBOR.reshape(-1)
 def must_capture(state: State) -> np.ndarray:
     """``bool [N]`` the side to move has a capture (captures are mandatory, so it must take)."""
     occupied_over = np.take(state.height, np.where(_OVER >= 0, _OVER, 0), axis=1) > 0
-    return (state.legal_action_mask & occupied_over).any(axis=1)
+    return np.any(state.legal_action_mask & occupied_over, axis=1)
 
 
 @dataclasses.dataclass
@@ -233,7 +234,15 @@ class AlphaBetaAgent:
                 values[deeper] = -below
             # Every node is live, so it has at least one move: the segments are never empty.
             below = np.maximum.reduceat(values, np.searchsorted(parent, np.arange(parent[-1] + 1)))
+        assert root_moves is not None  # the first level always sets it
         return root_moves, values
+
+
+class _SpecOptions(TypedDict, total=False):
+    """The keyword arguments a spec may give ``AlphaBetaAgent``."""
+
+    depth: int
+    quiescence: int
 
 
 def from_spec_args(args: "list[str]") -> AlphaBetaAgent:
@@ -244,7 +253,7 @@ def from_spec_args(args: "list[str]") -> AlphaBetaAgent:
     """
     usage = "use 'alphabeta[:DEPTH][:q=N]' with DEPTH >= 1 and N >= 0, e.g. 'alphabeta:3'"
     spec = ":".join(["alphabeta", *args])
-    options: "dict[str, int]" = {}
+    options: _SpecOptions = {}
     rest = list(args)
     if rest and "=" not in rest[0]:
         options["depth"] = _integer(rest.pop(0), spec, "the depth", 1, usage)

@@ -20,6 +20,7 @@ import dataclasses
 import math
 import time
 import warnings
+from typing import TypedDict
 
 import numpy as np
 
@@ -123,6 +124,15 @@ class ClassicalAgent:
             self._plans[_plan_key(h, c, pos.side, q, int(OVER[p, q]))] = actions[i + 1]
 
 
+class _SpecOptions(TypedDict, total=False):
+    """The options of a ``classical`` spec (``_OPTIONS``), parsed."""
+
+    time: float
+    depth: int
+    nodes: int
+    eval: str
+
+
 def from_spec_args(args: "list[str]") -> ClassicalAgent:
     """The agent of spec ``classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]`` from the parts after
     ``classical``.
@@ -132,7 +142,7 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
     what is wrong with the weights file.
     """
     spec = ":".join(["classical", *args])
-    options: "dict[str, float | int | str]" = {}
+    options: _SpecOptions = {}
     for item in args:
         key, sep, value = item.partition("=")
         key = key.strip()
@@ -145,9 +155,13 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
         if key == "eval":
             if not value.strip():
                 raise ValueError(f"agent spec {spec!r}: eval needs a weights file path; {_USAGE}")
-            options[key] = value.strip()
+            options["eval"] = value.strip()
+        elif key == "time":
+            options["time"] = _seconds(value, spec)
+        elif key == "depth":
+            options["depth"] = _count(value, spec, key)
         else:
-            options[key] = _seconds(value, spec) if key == "time" else _count(value, spec, key)
+            options["nodes"] = _count(value, spec, key)
     weights, weights_variant = None, None
     if "eval" in options:
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from typing import TypeVar
 
 import numpy as np
 
@@ -25,6 +26,8 @@ from stapel_rl.models.inference import NetworkEvaluator
 UNLIMITED = 2**31 - 1
 #: Simulations of the first chunk of a search by time, which measures the rate for the rest.
 FIRST_CHUNK = 8
+
+_Number = TypeVar("_Number", int, float)
 
 
 @dataclasses.dataclass
@@ -119,7 +122,7 @@ def _options(args: "list[str]", spec_kind: str) -> "tuple[str, dict[str, str]]":
     return path, options
 
 
-def _number(options: "dict[str, str]", key: str, kind: type) -> "int | float | None":
+def _number(options: "dict[str, str]", key: str, kind: "type[_Number]") -> "_Number | None":
     """Option ``key`` as a positive ``kind``, None if absent; a ``ValueError`` naming it otherwise."""
     if key not in options:
         return None

@@ -30,7 +30,9 @@ _TAG = re.compile(r'^\[(\w+)\s+"(.*)"\]\s*$')
 
 def full_move_texts(start: State, actions: "list[int]") -> "tuple[list[str], State]":
     """Group a game's actions (one game, batch 1) into full-move texts; also the final state."""
-    state, texts, path = start, [], []
+    state = start
+    texts: list[str] = []
+    path: list[int] = []
     for a in actions:
         src, d = a // 4, a % 4
         state = engine.step(state, np.array([a]))

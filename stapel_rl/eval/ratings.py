@@ -14,6 +14,7 @@ import dataclasses
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.optimize import minimize
 from scipy.stats import norm
 
@@ -104,10 +105,10 @@ def fit_elo(
 
 def rate(
     players: "list[str]",
-    white: np.ndarray,
-    black: np.ndarray,
-    white_score: np.ndarray,
-    pair: np.ndarray,
+    white: ArrayLike,
+    black: ArrayLike,
+    white_score: ArrayLike,
+    pair: ArrayLike,
     anchor: str,
     level: float = 0.95,
     bootstrap: int = 200,

@@ -81,7 +81,7 @@ class TournamentConfig:
 
     def pairings(self) -> "list[tuple[int, int]]":
         if self.schedule is not None:
-            return [tuple(p) for p in self.schedule]
+            return [(i, j) for i, j in self.schedule]  # pairs as tuples (a schedule read from JSON has lists)
         n = len(self.players)
         if self.gauntlet:
             return [(0, j) for j in range(1, n)]
