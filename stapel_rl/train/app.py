@@ -21,6 +21,7 @@ import dataclasses
 import json
 import pathlib
 import time
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import torch
@@ -45,6 +46,25 @@ from stapel_rl.train.trainer import OptimConfig, Trainer, mean_metrics
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
 
 register()
+
+
+class _RunTotals(TypedDict):
+    iteration: int
+    positions: int
+    games: int
+    seconds: float  # of the run, checkpoint saves included
+
+
+class RunCounters(_RunTotals, total=False):
+    """The run's progress, saved in every checkpoint as ``"counters"``; the marks ``counters["seconds"]``
+    at the last evaluation, checkpoint and snapshot appear once each has happened."""
+
+    eval_at: float
+    eval_seconds: float
+    saved_at: float
+    kept_at: float
+
+
 #: Hydra's primary config directory: the repository's configs/ in a checkout, the packaged copy in a wheel.
 CONFIG_DIR = str(bundled.CONFIG_DIR)
 
@@ -113,8 +133,9 @@ def gate(
     }
 
 
-def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
-    """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path."""
+def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
+    """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path (None if it has none:
+    a run resumed from another directory's checkpoint with nothing left to do saves none)."""
     t = cfg.train
     version = checkpoint.code_version()  # of the code this run starts with
     if t.threads:
@@ -133,7 +154,8 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     )
 
     # --- the network, its optimizer and the replay buffer ---------------------------------
-    model_fields = OmegaConf.to_container(cfg.model)
+    # The model group is a mapping with string keys (NetworkConfig's fields).
+    model_fields = cast("dict[str, Any]", OmegaConf.to_container(cfg.model))
     if model_fields["points_head"] is None:
         model_fields["points_head"] = variant.points_decide
     model_config = NetworkConfig(**model_fields)
@@ -157,11 +179,12 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
     evaluator = NetworkEvaluator(actor, device=selfplay_device(device), precision=t.inference_precision)
     buffer = ReplayBuffer(t.replay_capacity, variant)
     opponents = make_opponents(list(t.eval_opponents))
-    counters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
+    counters: RunCounters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
 
     # --- resume from the newest checkpoint of this run (or cfg.resume) ----------------------
     ckpt_dir = out_dir / "checkpoints"
-    resume = cfg.resume or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]
+    found = checkpoint.list_checkpoints(ckpt_dir)
+    resume = cfg.resume or (found[-1] if found else None)
     best_model = None  # with gating: the network self-play uses, if not the trained one
     if resume:
         state = checkpoint.load(resume)
@@ -178,7 +201,8 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
         )
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay_config = make_selfplay_config(cfg)
-    selfplay, workers = None, None
+    selfplay: "SelfPlay | None" = None
+    workers: "RaySelfPlayActors | SelfPlayWorkers | None" = None
     if dist.backend == "ray" or t.selfplay_workers:
         # Each worker's random stream depends on the run seed, its index and the iteration it starts
         # at, so a resumed run is as reproducible as a fresh one.
@@ -249,6 +273,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
                 selfplay_seconds = batch.seconds / len(per_worker)  # each worker's own play time
                 network_share = batch.network_seconds / max(batch.seconds, 1e-9)
             else:
+                assert selfplay is not None  # made when there are no workers
                 selfplay.version = counters["iteration"]
                 evaluator.reset_stats()
                 positions = selfplay.play(count, simulations)
@@ -385,4 +410,5 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> pathlib.Path:
             workers.close()
     bar.close()
     writer.close()
-    return path or (checkpoint.list_checkpoints(ckpt_dir) or [None])[-1]
+    found = checkpoint.list_checkpoints(ckpt_dir)
+    return path or (found[-1] if found else None)

@@ -87,7 +87,9 @@ class RaySelfPlayActors:
         """The actors' process ids (waits for them to start)."""
         import ray
 
-        return ray.get([actor.pid.remote() for actor in self.actors])
+        # ray types a handle as ActorHandle[T] | type[T]: an actor method without @ray.method (ray is
+        # imported here on use only) looks like the plain function, which has no .remote.
+        return ray.get([actor.pid.remote() for actor in self.actors])  # type: ignore[union-attr]
 
     def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0) -> None:
         """Publish ``weights`` once and ask every actor for its share of ``positions`` (see ``SelfPlayWorkers``)."""
@@ -95,7 +97,8 @@ class RaySelfPlayActors:
 
         ref = ray.put(weights)
         count = share(positions, len(self.actors))
-        self.futures = [actor.play.remote(ref, version, count, simulations) for actor in self.actors]
+        # ray's ActorHandle[T] | type[T] again (see pids).
+        self.futures = [actor.play.remote(ref, version, count, simulations) for actor in self.actors]  # type: ignore[union-attr]
 
     def collect(self) -> Batch:
         """Wait for every actor's answer to the last request (a restarted actor's retry included)."""

@@ -136,7 +136,9 @@ class ReplayBuffer:
         """The filled part of the buffer, in order of age, as an ``.npz`` blob."""
         order = (self.cursor - self.size + np.arange(self.size)) % self.capacity
         blob = io.BytesIO()
-        np.savez(blob, added=np.array(self.added), **{k: v[order] for k, v in self.arrays.items()})
+        arrays = {k: v[order] for k, v in self.arrays.items()}
+        # mypy matches **arrays against savez's allow_pickle: bool; no field is named so.
+        np.savez(blob, added=np.array(self.added), **arrays)  # type: ignore[arg-type]
         return blob.getvalue()
 
     def load_bytes(self, data: bytes) -> None:

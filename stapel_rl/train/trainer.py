@@ -86,7 +86,7 @@ class Trainer:
         policy_loss = -(target * log_p).sum(dim=1).mean()
         value_loss = torch.mean((value - z) ** 2)
         loss = policy_loss + value_loss
-        metrics = {}
+        metrics: dict[str, float] = {}
         if points is not None:
             points_loss = torch.nn.functional.smooth_l1_loss(points, t(batch.points_diff) / self.config.points_scale)
             loss = loss + self.config.points_weight * points_loss
@@ -108,7 +108,7 @@ class Trainer:
                 "policy/entropy": entropy.item(),
                 "policy/target_entropy": target_entropy.item(),
                 "value/abs_error": torch.mean(torch.abs(value - z)).item(),
-                "train/lr": self.scheduler.get_last_lr()[0],
+                "train/lr": float(self.scheduler.get_last_lr()[0]),
             }
         )
         return metrics

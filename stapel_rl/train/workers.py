@@ -152,7 +152,11 @@ class SelfPlayWorkers:
         self.pending = False
 
     def pids(self) -> "list[int]":
-        return [process.pid for process in self.processes]
+        pids = []
+        for process in self.processes:
+            assert process.pid is not None  # started in __init__
+            pids.append(process.pid)
+        return pids
 
     def request(self, weights: "dict[str, np.ndarray]", positions: int, version: int = 0, simulations: int = 0) -> None:
         """Ask every worker for ``positions / N`` positions played with ``weights`` (of iteration ``version``).
