@@ -36,14 +36,14 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, Protocol, TextIO, TypedDict, TypeGuard
 
 import numpy as np
 
 from stapel_rl import __version__
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.classical.position import Position
-from stapel_rl.classical.searcher import MAX_DEPTH
+from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
 from stapel_rl.env import engine as rules
 from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
 from stapel_rl.env.notation import find_move
@@ -73,13 +73,28 @@ def _positive_int(name: str, value: str) -> int:
     return number
 
 
-def _searches(agent: Agent) -> bool:
+class _SearchAgent(Agent, Protocol):
+    """An agent with a simulation count to set: ``config``, a dataclass with ``num_simulations``."""
+
+    config: Any
+
+
+class _SearchLimits(TypedDict, total=False):
+    """Keyword arguments of ``Searcher.search`` that one ``go`` sets."""
+
+    depth: "int | None"
+    nodes: "int | None"
+    time_limit: "float | None"
+    deadline: float
+
+
+def _searches(agent: Agent) -> TypeGuard[_SearchAgent]:
     """Whether ``agent`` has a simulation count to set (a ``config`` dataclass with ``num_simulations``)."""
     config = getattr(agent, "config", None)
     return config is not None and dataclasses.is_dataclass(config) and hasattr(config, "num_simulations")
 
 
-def _with_limits(agent: Agent, nodes: "int | None", seconds: "float | None") -> Agent:
+def _with_limits(agent: _SearchAgent, nodes: "int | None", seconds: "float | None") -> Agent:
     """A copy of search agent ``agent`` with the limits of one ``go``.
 
     ``nodes`` alone: exactly that many simulations. ``seconds``: search by
@@ -128,7 +143,7 @@ class EngineSession:
         self._set_start()
         self._lock = threading.Lock()  # a search thread writes too
         self._search: "threading.Thread | None" = None
-        self._searcher = None  # the Searcher of the running search, to stop it
+        self._searcher: "Searcher | None" = None  # the Searcher of the running search, to stop it
         self._infinite = False
         self._warm: "set[Variant]" = set()  # variants the classical agent has searched once
         self.commands: "dict[str, Callable[[list[str], str], bool]]" = {
@@ -270,6 +285,7 @@ class EngineSession:
             return
         while stop and self._search.is_alive():
             # Again and again: a search that has not started yet clears the flag when it starts.
+            assert self._searcher is not None  # set with the search
             self._searcher.stop()
             self._search.join(0.005)
         self._search.join()
@@ -349,14 +365,15 @@ class EngineSession:
             return True
         searches = _searches(agent)
         timed = movetime is not None and searches and hasattr(agent, "seconds")
+        seconds = movetime / 1000 if movetime is not None and timed else None  # the go's time, for a timed agent
         if nodes is not None and not searches:
             self.info(f"nodes ignored: agent {self.agent_spec!r} has no simulation count")
         if movetime is not None and not timed:
             self.info(f"movetime ignored: agent {self.agent_spec!r} has no time control")
-        if searches and (nodes is not None or timed):
-            agent = _with_limits(agent, nodes, movetime / 1000 if timed else None)
+        if _searches(agent) and (nodes is not None or timed):
+            agent = _with_limits(agent, nodes, seconds)
         start = time.perf_counter()
-        deadline = start + movetime / 1000 if timed else None
+        deadline = start + seconds if seconds is not None else None
         try:
             move, simulations = self._choose(agent, state, deadline)
         except Exception as problem:  # noqa: BLE001 - answer the go anyway
@@ -374,9 +391,11 @@ class EngineSession:
         """Search with the classical agent's searcher in a thread: one ``info depth`` line per
         iteration, then ``bestmove``; ``stop`` ends it early. The ``go`` limits replace the
         agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
+        agent = self.agent
+        assert isinstance(agent, ClassicalAgent)  # _go sends only the classical agent here
         if self.variant not in self._warm:
             # The first search loads the compiled code (most of a second): not on this move's clock.
-            self.agent.searcher(self.variant).search(Position.from_state(rules.init(self.variant), 0), depth=1)
+            agent.searcher(self.variant).search(Position.from_state(rules.init(self.variant), 0), depth=1)
             self._warm.add(self.variant)
         start = time.perf_counter()
         moves = expand_full_moves(state)
@@ -384,7 +403,7 @@ class EngineSession:
             self.send("info time 0")
             self.send(f"bestmove {moves.texts()[0]}")
             return
-        agent = self.agent
+        limits: _SearchLimits
         if infinite:
             limits = {"depth": MAX_DEPTH}
         elif nodes is None and movetime is None and depth is None:
@@ -399,8 +418,9 @@ class EngineSession:
                 "nodes": nodes,
                 "time_limit": None if movetime is None else movetime / 1000 - CLASSICAL_MARGIN,
             }
-        if limits.get("time_limit") is not None:
-            limits["deadline"] = start + max(limits.pop("time_limit"), 0.0)
+        time_limit = limits.pop("time_limit", None)
+        if time_limit is not None:
+            limits["deadline"] = start + max(time_limit, 0.0)
         searcher = agent.searcher(self.variant)
         pos = Position.from_state(state, 0)
 
@@ -427,7 +447,7 @@ class EngineSession:
         searched: "list[int]" = []
 
         def before_decision() -> None:
-            if deadline is not None:
+            if deadline is not None and hasattr(agent, "seconds"):  # a deadline is given to timed agents only
                 agent.seconds = max(0.0, deadline - time.perf_counter())
 
         def after_decision() -> None:
@@ -483,8 +503,10 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random generator (default 0)")
     args = parser.parse_args(argv)
     for stream in (sys.stdin, sys.stdout):
-        with contextlib.suppress(AttributeError, ValueError):
-            stream.reconfigure(errors="replace")
+        reconfigure = getattr(stream, "reconfigure", None)  # TextIOWrapper's; typing.TextIO has none
+        if reconfigure is not None:
+            with contextlib.suppress(AttributeError, ValueError):
+                reconfigure(errors="replace")
     try:
         get_variant(args.variant)
         session = EngineSession(args.agent, args.variant, args.seed)

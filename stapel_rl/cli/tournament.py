@@ -33,7 +33,10 @@ from stapel_rl.models.checkpoint import code_version
 
 def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
     """Elo with its interval against training iteration for checkpoint players; False if none."""
-    points = sorted((checkpoint_step(r["player"]), r) for r in rows if checkpoint_step(r["player"]) is not None)
+    # By step alone: two players may share one (the same checkpoint at two search sizes).
+    points = sorted(
+        ((step, r) for r in rows if (step := checkpoint_step(r["player"])) is not None), key=lambda point: point[0]
+    )
     if not points:
         return False
     steps = [s for s, _ in points]

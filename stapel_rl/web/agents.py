@@ -20,11 +20,13 @@ import dataclasses
 import functools
 import pathlib
 import threading
+from collections.abc import Sequence
 
 import yaml
 
 from stapel_rl import bundled
 from stapel_rl.eval.agents import Agent, make_agent
+from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.models.checkpoint import load
 
 BASELINES = (
@@ -99,7 +101,7 @@ class Choice:
 class AgentRegistry:
     """Parses client specs against what is offered and builds (and caches) the agents."""
 
-    def __init__(self, checkpoint_dirs: "list[str | pathlib.Path]" = (), include_committed: bool = True):
+    def __init__(self, checkpoint_dirs: "Sequence[str | pathlib.Path]" = (), include_committed: bool = True):
         dirs = ([COMMITTED_DIR] if include_committed else []) + [pathlib.Path(d) for d in checkpoint_dirs]
         self.checkpoints = find_checkpoints(dirs)
         self._lock = threading.Lock()
@@ -154,6 +156,7 @@ class AgentRegistry:
             base = self._load(choice.kind, str(choice.checkpoint.path))
             agent = base
             if choice.kind == "mcts":
+                assert isinstance(base, MCTSAgent)  # what make_agent("mcts:...") builds
                 config = dataclasses.replace(
                     base.config, num_simulations=choice.simulations, algorithm=choice.algorithm or base.config.algorithm
                 )
@@ -211,10 +214,10 @@ def recorded_variant(path: pathlib.Path) -> "str | None":
     return str(name) if name else None
 
 
-def parse_simulations(value: object) -> int:
+def parse_simulations(value: "str | int") -> int:
     """A simulation count within ``1 .. MAX_SIMULATIONS``; ``AgentError`` otherwise."""
     try:
-        number = int(value)  # type: ignore[arg-type]
+        number = int(value)
     except (TypeError, ValueError):
         raise AgentError(f"simulations must be a whole number, got {value!r}") from None
     if not 1 <= number <= MAX_SIMULATIONS:

@@ -43,11 +43,11 @@ def analyse(agent: Agent, fen: str, variant: str, simulations: int, top: int = 5
             f"agent {agent.name!r} has no network to search with: analysis needs an mcts:NAME or policy:NAME agent"
         )
     try:
-        variant = get_variant(variant)
+        rules = get_variant(variant)
     except ValueError as problem:
         raise AnalysisError(str(problem)) from None
     try:
-        state = engine.from_fens([fen], variant)
+        state = engine.from_fens([fen], rules)
     except ValueError as problem:
         raise AnalysisError(f"malformed FEN: {problem}") from None
     if bool(state.done[0]):

@@ -10,6 +10,7 @@ changes nothing.
 from __future__ import annotations
 
 import pathlib
+from collections.abc import Sequence
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -113,7 +114,9 @@ def _validation_message(error: RequestValidationError) -> str:
 
 
 def create_app(
-    checkpoint_dirs: "list[str | pathlib.Path]" = (), max_games: int = DEFAULT_MAX_GAMES, include_committed: bool = True
+    checkpoint_dirs: "Sequence[str | pathlib.Path]" = (),
+    max_games: int = DEFAULT_MAX_GAMES,
+    include_committed: bool = True,
 ) -> FastAPI:
     """The app: agents from the committed checkpoints and ``checkpoint_dirs``, at most ``max_games`` live games."""
     app = FastAPI(title="stapel-serve", version=__version__, docs_url=None, redoc_url=None)
