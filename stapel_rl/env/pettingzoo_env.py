@@ -63,7 +63,7 @@ class raw_env(AECEnv, EzPickle):
         render_mode: "ansi" (text board) or "rgb_array" (an image).
     """
 
-    metadata = {
+    metadata: "dict[str, Any]" = {
         "render_modes": ["ansi", "rgb_array"],
         "name": "stapeldammen_v0",
         "is_parallelizable": False,
@@ -161,7 +161,7 @@ class raw_env(AECEnv, EzPickle):
         self._cumulative_rewards = {agent: 0.0 for agent in self.agents}
         self.terminations = {agent: False for agent in self.agents}
         self.truncations = {agent: False for agent in self.agents}
-        self.infos = {agent: {} for agent in self.agents}
+        self.infos: "dict[str, dict[str, Any]]" = {agent: {} for agent in self.agents}
         self._skip_agent_selection = None
         self.agent_selection = self._to_move()
         self._update_infos()

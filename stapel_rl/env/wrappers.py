@@ -87,7 +87,9 @@ class VersusAgent(gym.Wrapper):
     @property
     def state(self) -> State:
         """The engine state of the game under way (batch of one)."""
-        return self.env.unwrapped.state
+        base = self.env.unwrapped
+        assert isinstance(base, StapelEnv)  # checked in __init__
+        return base.state
 
     def action_masks(self) -> np.ndarray:
         """``bool [200]`` the learner's legal canonical actions now (all False once the game is over)."""
