@@ -23,6 +23,8 @@ import functools
 
 import numpy as np
 
+from stapel_rl.mcts import halving
+from stapel_rl.mcts.config import SearchConfig
 from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, TINY_PRIOR, log_prior, mixed_value, sigma_coefficient
 from stapel_rl.mcts.tree import Tree
 
@@ -363,3 +365,59 @@ def root_policy(tree: Tree, c_visit: float, c_scale: float) -> "tuple[np.ndarray
         value[live] = seen.mixed * (1.0 - visited_mass) + visited_value
         policy[live] = rows
     return policy, value
+
+
+@dataclasses.dataclass
+class Gumbel:
+    """Gumbel AlphaZero's selection functions for ``search``: sequential halving at the roots
+    (``halving.Root``), the improved policy's deterministic choice inside the trees (``Interior``)."""
+
+    root: halving.Root
+    interior: Interior
+    c_visit: float
+    c_scale: float
+
+    @classmethod
+    def start(cls, tree: Tree, config: SearchConfig, rng: np.random.Generator, base_visits: np.ndarray) -> "Gumbel":
+        """Gumbel noise on the roots' legal actions (none at temperature 0), the halving schedule, the first choices."""
+        legal = tree.legal[:, 0]
+        scale = 1.0 if config.temperature > 0 else 0.0
+        noise = np.where(legal, scale * rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
+        root = halving.Root.start(
+            tree, noise, base_visits, config.max_considered, config.num_simulations, config.c_visit, config.c_scale
+        )
+        return cls(root, Interior.start(tree, config.c_visit, config.c_scale), config.c_visit, config.c_scale)
+
+    def node_actions(self) -> np.ndarray:
+        return self.interior.next_action
+
+    def select_roots(self, tree: Tree, simulation: int, action: np.ndarray) -> None:
+        if self.root.games.size:
+            action[self.root.games] = self.root.select(tree, simulation)
+
+    def select_interior(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        return self.interior.choose(tree, games, nodes)
+
+    def expanded(
+        self,
+        tree: Tree,
+        games: np.ndarray,
+        nodes: np.ndarray,
+        forced: np.ndarray,
+        live: np.ndarray,
+        prior: "np.ndarray | None",
+    ) -> None:
+        self.interior.expanded(tree, games, nodes, forced, live, prior)
+
+    def simulated(self, tree: Tree, first: int, games: np.ndarray, nodes: np.ndarray) -> None:
+        """The roots' arrays take the backed-up values; the path's nodes below the roots with a choice choose again."""
+        self.root.update(tree)
+        if games.size > first:
+            below = first + np.flatnonzero(tree.forced.reshape(-1)[nodes[first:]] == -1)
+            self.interior.refresh(tree, games[below], nodes[below] - games[below] * tree.capacity)
+
+    def choose(self, tree: Tree, rng: np.random.Generator) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+        """Sequential halving's pick; the policy target is the improved policy, the value its expected Q."""
+        policy, search_value = root_policy(tree, self.c_visit, self.c_scale)
+        search_value = np.where(tree.num_legal[:, 0] > 0, search_value, tree.node_values[:, 0])
+        return self.root.final_action(tree), policy, search_value

@@ -1,7 +1,7 @@
 """Batched MCTS: one evaluator call per simulation for all B games.
 
 Each simulation walks every game's tree from the root to an unexpanded edge
-(PUCT or Gumbel selection), steps the engine once for all leaves, evaluates
+(the algorithm's selection functions: ``puct.PUCT``, ``gumbel.Gumbel``), steps the engine once for all leaves, evaluates
 the new positions in one batch and backs the values up. Values flip sign only
 where the player to move changes: the leaps of one capture keep the player.
 """
@@ -10,64 +10,67 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import torch
 
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
-from stapel_rl.mcts import gumbel, halving, puct
+from stapel_rl.mcts.config import ALGORITHM_NAMES, SearchConfig
+from stapel_rl.mcts.gumbel import Gumbel
+from stapel_rl.mcts.puct import PUCT
 from stapel_rl.mcts.qtransforms import NEG_INF
 from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
 
-@dataclasses.dataclass(frozen=True)
-class SearchConfig:
-    """Attributes:
-    num_simulations: simulations (node expansions) per search.
-    algorithm: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero).
-    c_puct: PUCT exploration constant.
-    dirichlet_alpha: concentration of the root Dirichlet noise (PUCT).
-    dirichlet_fraction: weight of that noise in the root prior; 0 disables it.
-    temperature: move choice. PUCT: from visit counts N^(1/T), 0 plays the most
-        visited. Gumbel: 0 drops the Gumbel noise (deterministic top-k by prior
-        and value), any other value keeps it (self-play exploration).
-    max_considered: Gumbel: actions sampled at the root (sequential halving over them).
-    c_visit, c_scale: Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q.
-    skip_forced: a new node holds the next decision point: the engine plays
-        on through forced actions (``engine.play_forced``: the later leaps of
-        the only capture path, an only move) without a node or an evaluator
-        call for each. A capture chain then costs one simulation, not one per
-        leap, and the tree sees further. Pair it with a self-play or agent
-        loop that plays forced actions itself, so roots are decision points
-        (a forced root still works: its one child is searched).
-    forced_rounds: with ``skip_forced``, the forced actions a new node plays
-        on through at most. The engine plays them for all games of a batch
-        together, one batched step per round, so the batch's longest forced
-        run sets the cost of every expansion; a game still on a forced action
-        after this many keeps it as a node of its own (as without skipping).
-        ``None`` (agents: one game, nothing to save): no cap; self-play
-        passes ``mcts.forced_rounds``.
+class Algorithm(Protocol):
+    """What ``search`` asks of an algorithm: its selection functions and its answer (mctx passes the
+    same as ``root_action_selection_fn`` / ``interior_action_selection_fn``). Made per search by
+    ``ALGORITHMS[config.algorithm](tree, config, rng, base_visits)`` once the roots are evaluated.
     """
 
-    num_simulations: int = 64
-    algorithm: str = "puct"
-    c_puct: float = 1.5
-    dirichlet_alpha: float = 0.3
-    dirichlet_fraction: float = 0.25
-    temperature: float = 1.0
-    max_considered: int = 16
-    c_visit: float = 50.0
-    c_scale: float = 0.1
-    skip_forced: bool = True
-    forced_rounds: "int | None" = None
+    def node_actions(self) -> np.ndarray:
+        """``int [B, N]`` each node's next action where it is known (-1: ask ``select_interior``, -2: over)."""
+        ...
 
-    def __post_init__(self):
-        if self.algorithm not in ("puct", "gumbel"):
-            raise ValueError(f"algorithm must be 'puct' or 'gumbel', got {self.algorithm!r}")
-        if self.num_simulations < 1:
-            raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
+    def select_roots(self, tree: Tree, simulation: int, action: np.ndarray) -> None:
+        """Fill ``action`` ``[B]`` (the roots' forced actions, -1 where there is a choice) for this simulation."""
+        ...
+
+    def select_interior(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """The action ``[G]`` at ``nodes`` of ``games``, nodes below the roots with a choice."""
+        ...
+
+    def expanded(
+        self,
+        tree: Tree,
+        games: np.ndarray,
+        nodes: np.ndarray,
+        forced: np.ndarray,
+        live: np.ndarray,
+        prior: "np.ndarray | None",
+    ) -> None:
+        """New nodes were evaluated (``forced``: their forced actions; ``live``: rows not over)."""
+        ...
+
+    def simulated(self, tree: Tree, first: int, games: np.ndarray, nodes: np.ndarray) -> None:
+        """A simulation backed up along the path nodes ``games``/``nodes`` (flat; the first ``first`` are roots)."""
+        ...
+
+    def choose(self, tree: Tree, rng: np.random.Generator) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+        """The search's answer: ``(action [B], policy [B, A], search_value [B])``."""
+        ...
+
+
+#: The algorithm of each ``SearchConfig.algorithm``: a callable ``(tree, config, rng, base_visits) -> Algorithm``.
+ALGORITHMS: "dict[str, Callable[[Tree, SearchConfig, np.random.Generator, np.ndarray], Algorithm]]" = {
+    "puct": PUCT.start,
+    "gumbel": Gumbel.start,
+}
+assert set(ALGORITHMS) == set(ALGORITHM_NAMES), "SearchConfig validates against ALGORITHM_NAMES"
 
 
 @dataclasses.dataclass
@@ -101,7 +104,7 @@ def _expand(
     parents: np.ndarray,
     actions: np.ndarray,
     evaluator: Evaluator,
-    interior: "gumbel.Interior | None" = None,
+    algorithm: "Algorithm | None" = None,
     skip_forced: bool = False,
     forced_rounds: "int | None" = None,
 ) -> np.ndarray:
@@ -121,7 +124,7 @@ def _expand(
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
     tree.children_index[games, parents, actions] = new
-    _evaluate(tree, games, new, states, evaluator, interior, forced)
+    _evaluate(tree, games, new, states, evaluator, algorithm, forced)
     return new
 
 
@@ -131,13 +134,13 @@ def _evaluate(
     nodes: np.ndarray,
     states: State,
     evaluator: Evaluator,
-    interior: "gumbel.Interior | None" = None,
+    algorithm: "Algorithm | None" = None,
     forced: "np.ndarray | None" = None,
 ) -> None:
     """Prior and value of new nodes: the evaluator's, or the true result where the game is over.
 
-    ``interior`` (Gumbel) gets its first choice at the new nodes, ``forced``
-    being what ``write_states`` returned for them.
+    ``algorithm`` learns of the new nodes (Gumbel makes its first choice
+    there), ``forced`` being what ``write_states`` returned for them.
     """
     over = states.terminated | states.truncated
     value = states.rewards[np.arange(states.batch_size), states.current_player]
@@ -160,9 +163,9 @@ def _evaluate(
         g, n = games[over], nodes[over]
         tree.children_prior[g, n] = 0
         tree.children_values[g, n] = 0
-    if interior is not None:
+    if algorithm is not None:
         assert forced is not None  # _expand gives both
-        interior.expanded(tree, games, nodes, forced, live, prior)
+        algorithm.expanded(tree, games, nodes, forced, live, prior)
     tree.raw_values[games, nodes] = value
 
 
@@ -215,21 +218,12 @@ def _backup(tree: Tree, final: np.ndarray, games: np.ndarray, nodes: np.ndarray,
     children_visits[edge] = visits + 1
 
 
-def _simulate(
-    tree: Tree,
-    evaluator: Evaluator,
-    config: SearchConfig,
-    k: int,
-    noise: np.ndarray,
-    root: "halving.Root | None",
-    interior: "gumbel.Interior | None",
-) -> None:
-    """One simulation in every game: select, expand (one engine step and one evaluator call), back up.
+def _simulate(tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, algorithm: "Algorithm") -> None:
+    """Simulation ``k`` in every game: select, expand (one engine step and one evaluator call), back up.
 
-    ``root``, ``interior``: Gumbel's choices at the roots and inside the trees (None for PUCT).
     The descent works on flat node indices (game * N + node) and reads the
-    action of each node from one array: ``tree.forced`` (PUCT) or Gumbel's
-    cached choices, where -2 ends the path (game over) and -1 asks for a choice.
+    action of each node from the algorithm's ``node_actions`` (-2 ends the
+    path: game over; -1 asks the algorithm for a choice).
     """
     b, capacity = tree.batch_size, tree.capacity
     num_actions = tree.children_index.shape[2]
@@ -238,16 +232,8 @@ def _simulate(
     node = games * capacity
     final = node.copy()  # each game's last node on its path
     action = tree.forced[:, 0].astype(np.int64)
-    if root is None:
-        cache = tree.forced.reshape(-1)
-        free = np.flatnonzero(action == -1)
-        if free.size:
-            action[free] = puct.select(tree, free, np.zeros(free.size, np.int64), config.c_puct, noise)
-    else:
-        assert interior is not None  # Gumbel has both
-        cache = interior.next_action.reshape(-1)
-        if root.games.size:
-            action[root.games] = root.select(tree, k)
+    cache = algorithm.node_actions().reshape(-1)
+    algorithm.select_roots(tree, k, action)
     path_games, path_nodes, path_actions, path_children = [], [], [], []
     while True:
         if action.min() < 0:
@@ -262,11 +248,7 @@ def _simulate(
             if missing.size:
                 g = games[missing]
                 nodes_here = node[missing] - g * capacity
-                if root is None:
-                    action[missing] = puct.select(tree, g, nodes_here, config.c_puct, noise)
-                else:
-                    assert interior is not None  # Gumbel has both
-                    action[missing] = interior.choose(tree, g, nodes_here)
+                action[missing] = algorithm.select_interior(tree, g, nodes_here)
         child = children[node * num_actions + action]
         path_games.append(games)
         path_nodes.append(node)
@@ -288,19 +270,14 @@ def _simulate(
             expanding = games[order]
             parents = nodes[order] - expanding * capacity
             new = _expand(
-                tree, expanding, parents, actions[order], evaluator, interior, config.skip_forced, config.forced_rounds
+                tree, expanding, parents, actions[order], evaluator, algorithm, config.skip_forced, config.forced_rounds
             )
             final[expanding] = expanding * capacity + new
         _backup(tree, final, games, nodes, actions)
     else:
-        _backup(tree, final, final[:0], final[:0], final[:0])
-    if root is not None:
-        root.update(tree)
-        if len(path_nodes) > 1:
-            # The nodes below the roots where the path chose: their children changed.
-            below = path_games[0].size + np.flatnonzero(tree.forced.reshape(-1)[nodes[path_games[0].size :]] == -1)
-            assert interior is not None  # Gumbel has both
-            interior.refresh(tree, games[below], nodes[below] - games[below] * capacity)
+        games = nodes = final[:0]
+        _backup(tree, final, games, nodes, games)
+    algorithm.simulated(tree, path_games[0].size if path_games else 0, games, nodes)
 
 
 def search(
@@ -330,40 +307,14 @@ def search(
         _evaluate(tree, fresh, roots[fresh], take(state, fresh), evaluator)
         tree.node_values[fresh, 0] = tree.raw_values[fresh, 0]
         tree.node_visits[fresh, 0] = 1
-    legal = tree.legal[:, 0]
-    if config.algorithm == "puct":
-        noise = (rng.random((b, legal.shape[1]), dtype=np.float32) * 1e-6).astype(np.float32)
-        if config.dirichlet_fraction > 0:
-            tree.children_prior[:, 0] = puct.dirichlet_noise(
-                tree.children_prior[:, 0], legal, config.dirichlet_alpha, config.dirichlet_fraction, rng
-            )
-    else:
-        scale = 1.0 if config.temperature > 0 else 0.0
-        noise = np.where(legal, scale * rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
     base_visits = tree.children_visits[:, 0].copy()  # inherited from a reused subtree
-    root = interior = None
-    if config.algorithm == "gumbel":
-        root = halving.Root.start(
-            tree, noise, base_visits, config.max_considered, config.num_simulations, config.c_visit, config.c_scale
-        )
-        interior = gumbel.Interior.start(tree, config.c_visit, config.c_scale)
+    algorithm = ALGORITHMS[config.algorithm](tree, config, rng, base_visits)
     for k in range(config.num_simulations):
         if deadline is not None and k and time.perf_counter() >= deadline:
             break
-        _simulate(tree, evaluator, config, k, noise, root, interior)
+        _simulate(tree, evaluator, config, k, algorithm)
 
     visits = tree.children_visits[:, 0].copy()
     root_value = tree.node_values[:, 0].copy()
-    if config.algorithm == "puct":
-        search_value = root_value
-        policy = puct.visit_policy(visits, 1.0)
-        choice = puct.visit_policy(visits, config.temperature)
-        u = rng.random((b, 1))
-        action = np.minimum((np.cumsum(choice, axis=1) < u).sum(axis=1), legal.shape[1] - 1)
-        action = np.where(choice.sum(axis=1) > 0, action, legal.argmax(axis=1))
-    else:
-        policy, search_value = gumbel.root_policy(tree, config.c_visit, config.c_scale)
-        search_value = np.where(tree.num_legal[:, 0] > 0, search_value, root_value)
-        assert root is not None  # made for Gumbel above
-        action = root.final_action(tree)
+    action, policy, search_value = algorithm.choose(tree, rng)
     return SearchOutput(action.astype(np.int64), policy, visits, root_value, search_value, tree)

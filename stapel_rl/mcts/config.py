@@ -1,0 +1,57 @@
+"""The search's settings, read by the generic loop (``search``) and by the algorithms' selection functions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+#: The algorithms ``search`` runs (``search.ALGORITHMS`` maps each to its selection functions).
+ALGORITHM_NAMES = ("puct", "gumbel")
+
+
+@dataclasses.dataclass(frozen=True)
+class SearchConfig:
+    """Attributes:
+    num_simulations: simulations (node expansions) per search.
+    algorithm: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero).
+    c_puct: PUCT exploration constant.
+    dirichlet_alpha: concentration of the root Dirichlet noise (PUCT).
+    dirichlet_fraction: weight of that noise in the root prior; 0 disables it.
+    temperature: move choice. PUCT: from visit counts N^(1/T), 0 plays the most
+        visited. Gumbel: 0 drops the Gumbel noise (deterministic top-k by prior
+        and value), any other value keeps it (self-play exploration).
+    max_considered: Gumbel: actions sampled at the root (sequential halving over them).
+    c_visit, c_scale: Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q.
+    skip_forced: a new node holds the next decision point: the engine plays
+        on through forced actions (``engine.play_forced``: the later leaps of
+        the only capture path, an only move) without a node or an evaluator
+        call for each. A capture chain then costs one simulation, not one per
+        leap, and the tree sees further. Pair it with a self-play or agent
+        loop that plays forced actions itself, so roots are decision points
+        (a forced root still works: its one child is searched).
+    forced_rounds: with ``skip_forced``, the forced actions a new node plays
+        on through at most. The engine plays them for all games of a batch
+        together, one batched step per round, so the batch's longest forced
+        run sets the cost of every expansion; a game still on a forced action
+        after this many keeps it as a node of its own (as without skipping).
+        ``None`` (agents: one game, nothing to save): no cap; self-play
+        passes ``mcts.forced_rounds``.
+    """
+
+    num_simulations: int = 64
+    algorithm: str = "puct"
+    c_puct: float = 1.5
+    dirichlet_alpha: float = 0.3
+    dirichlet_fraction: float = 0.25
+    temperature: float = 1.0
+    max_considered: int = 16
+    c_visit: float = 50.0
+    c_scale: float = 0.1
+    skip_forced: bool = True
+    forced_rounds: "int | None" = None
+
+    def __post_init__(self):
+        if self.algorithm not in ALGORITHM_NAMES:
+            allowed = ", ".join(repr(a) for a in ALGORITHM_NAMES)
+            raise ValueError(f"algorithm must be one of {allowed}, got {self.algorithm!r}")
+        if self.num_simulations < 1:
+            raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
