@@ -37,7 +37,7 @@ from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet, checkpoint
-from stapel_rl.train.config import register
+from stapel_rl.train.config import from_fields, register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.replay import ReplayBuffer
@@ -70,30 +70,13 @@ CONFIG_DIR = str(bundled.CONFIG_DIR)
 
 
 def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> SearchConfig:
-    m = cfg.mcts
-    return SearchConfig(
-        num_simulations=num_simulations or m.num_simulations,
-        algorithm=m.algorithm,
-        c_puct=m.c_puct,
-        dirichlet_alpha=m.dirichlet_alpha,
-        dirichlet_fraction=m.dirichlet_fraction,
-        max_considered=m.max_considered,
-        c_visit=m.c_visit,
-        c_scale=m.c_scale,
-        skip_forced=m.skip_forced,
-        forced_rounds=m.forced_rounds,
-    )
+    """The search settings of a training config (``mcts`` group; ``num_simulations`` overrides its count)."""
+    return from_fields(SearchConfig, cfg.mcts, num_simulations=num_simulations or cfg.mcts.num_simulations)
 
 
 def make_selfplay_config(cfg: DictConfig) -> SelfPlayConfig:
-    """The self-play settings of a training config."""
-    return SelfPlayConfig(
-        num_games=cfg.train.num_games,
-        temperature_plies=cfg.mcts.temperature_plies,
-        fast_simulations=cfg.mcts.fast_simulations,
-        full_search_prob=cfg.mcts.full_search_prob,
-        reuse_tree=cfg.mcts.reuse_tree,
-    )
+    """The self-play settings of a training config (``train.num_games`` and the ``mcts`` group's)."""
+    return from_fields(SelfPlayConfig, cfg.train, cfg.mcts)
 
 
 def selfplay_device(train_device: torch.device) -> torch.device:
@@ -162,15 +145,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     net = PolicyValueNet(model_config).to(device)
     trainer = Trainer(
         net,
-        OptimConfig(
-            lr=t.lr,
-            weight_decay=t.weight_decay,
-            warmup_steps=t.warmup_steps,
-            lr_schedule=t.lr_schedule,
-            total_steps=t.total_steps,
-            points_weight=t.points_weight,
-            precision=t.train_precision,
-        ),
+        from_fields(OptimConfig, t, precision=t.train_precision),
         device,
     )
     # Self-play runs an inference copy on the training device (a GPU if the run has one, in half

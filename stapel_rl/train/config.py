@@ -7,6 +7,7 @@ is rejected by Hydra ("Key 'x' not in 'TrainConfig'").
 from __future__ import annotations
 
 import dataclasses
+from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
 
@@ -125,3 +126,21 @@ def register() -> None:
     store.store(group="mcts", name="schema", node=MCTSConfig)
     store.store(group="train", name="schema", node=TrainConfig)
     store.store(group="distributed", name="schema", node=DistributedConfig)
+
+
+T = TypeVar("T")
+
+
+def from_fields(cls: "type[T]", *nodes: Any, **overrides: Any) -> T:
+    """A ``cls`` dataclass from the same-named fields of config ``nodes`` (later nodes win), then ``overrides``.
+
+    The training schema's groups name their fields as the library's settings do
+    (``SearchConfig``, ``SelfPlayConfig``, ``OptimConfig``), so one call replaces a
+    hand-written copy of each field; a field none of them names keeps the class's default.
+    """
+    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    values: "dict[str, Any]" = {}
+    for node in nodes:
+        values.update({name: node[name] for name in names if name in node})
+    values.update(overrides)
+    return cls(**values)
