@@ -11,6 +11,7 @@ import sys
 
 import numpy as np
 import pytest
+from boards import fen
 
 from stapel_rl.env import (
     VARIANT_I,
@@ -27,11 +28,6 @@ from stapel_rl.env.state import concatenate, take
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.alphabeta import WIN, AlphaBetaAgent, evaluate
 from stapel_rl.eval.arena import play_match
-
-
-def fen(side, stacks):
-    """Position text from {square: stack, top man first}."""
-    return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
 
 
 def action(square, direction):

@@ -7,6 +7,7 @@ import warnings
 import gymnasium as gym
 import numpy as np
 import pytest
+from boards import fen as fen_of
 from gymnasium.utils.env_checker import check_env
 
 import stapel_rl.env.gym_env  # noqa: F401  (registers the env)
@@ -15,10 +16,6 @@ from stapel_rl.env.observation import canonical_mask, encode, to_canonical_actio
 from stapel_rl.env.sampling import random_legal_actions
 
 ENV_ID = "stapel_rl/Stapeldammen-v0"
-
-
-def fen_of(side, stacks):
-    return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
 
 
 @pytest.mark.parametrize("variant", ["I", "II"])

@@ -16,6 +16,7 @@ import importlib
 
 import numpy as np
 import pytest
+from boards import fen
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
 from stapel_rl.env.engine import play_forced
@@ -29,12 +30,6 @@ UL, UR, DL, DR = 0, 1, 2, 3
 
 
 # ---------------------------------------------------------------- helpers
-
-
-def fen(side, stacks=None):
-    """Position text from {square: stack, top man first}."""
-    stacks = stacks or {}
-    return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
 
 
 def action(square, direction):

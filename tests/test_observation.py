@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+from boards import fen as fen_of
 
 from stapel_rl.env import from_fens, init, step
 from stapel_rl.env.geometry import ROTATE_ACTION
@@ -23,10 +24,6 @@ def mirror(fen: str) -> str:
     stacks = body.split(",")[::-1]
     swap = str.maketrans("wb", "bw")
     return {"W": "B", "B": "W"}[side] + ":" + ",".join(s.translate(swap) for s in stacks)
-
-
-def fen_of(side: str, stacks: "dict[int, str]") -> str:
-    return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
 
 
 # Black to move (stacks top first; lower case = the stack's men):

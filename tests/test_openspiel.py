@@ -7,6 +7,7 @@ import pickle
 import numpy as np
 import pyspiel
 import pytest
+from boards import fen
 from open_spiel.python.algorithms import mcts
 from open_spiel.python.bots import uniform_random
 
@@ -14,11 +15,6 @@ import stapel_rl.openspiel as sos
 from stapel_rl.env import engine
 from stapel_rl.env.notation import legal_moves
 from stapel_rl.env.observation import encode
-
-
-def fen(side: str, stacks: "dict[int, str]") -> str:
-    """Position text from ``{square: stack top first}``."""
-    return side + ":" + ",".join(stacks.get(square, "") for square in range(1, 51))
 
 
 def random_game(game, rng: np.random.Generator, on_action=None):

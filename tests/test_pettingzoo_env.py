@@ -9,16 +9,12 @@ import pytest
 
 pytest.importorskip("pettingzoo")
 
+from boards import fen
 from pettingzoo.test import api_test  # noqa: E402
 
 from stapel_rl.env import engine  # noqa: E402
 from stapel_rl.env.observation import NUM_PLANES, encode  # noqa: E402
 from stapel_rl.env.pettingzoo_env import env, raw_env  # noqa: E402
-
-
-def fen(side: str, stacks: "dict[int, str]") -> str:
-    """Position text from ``{square: stack top first}``."""
-    return side + ":" + ",".join(stacks.get(square, "") for square in range(1, 51))
 
 
 def play_random(e, rng: np.random.Generator, max_steps: int = 5000) -> "list[str]":

@@ -7,6 +7,7 @@ when vacant, else its stack (top man first); rank 10 is Black's back row.
 
 import numpy as np
 import pytest
+from boards import fen
 
 from stapel_rl.env import (
     VARIANT_I,
@@ -21,12 +22,6 @@ from stapel_rl.env import (
     to_fens,
 )
 from stapel_rl.env.engine import play_forced
-
-
-def fen(side, stacks=None):
-    """Position text from {square: stack, top man first}."""
-    stacks = stacks or {}
-    return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
 
 
 def moves(side, stacks, variant="I"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gymnasium as gym
 import numpy as np
 import pytest
+from boards import fen
 from gymnasium.utils import env_checker
 from gymnasium.utils.passive_env_checker import env_reset_passive_checker, env_step_passive_checker
 
@@ -13,10 +14,6 @@ from stapel_rl.env.gym_env import StapelEnv
 from stapel_rl.env.observation import canonical_mask, encode
 from stapel_rl.env.wrappers import VersusAgent
 from stapel_rl.eval.agents import GreedyAgent
-
-
-def fen(side: str, stacks: "dict[int, str]") -> str:
-    return side + ":" + ",".join(stacks.get(square, "") for square in range(1, 51))
 
 
 def play_out(env: VersusAgent, rng: np.random.Generator, max_steps: int = 3000):
