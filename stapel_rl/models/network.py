@@ -80,7 +80,7 @@ PRESETS: "dict[str, NetworkConfig]" = {
     "tiny": NetworkConfig(blocks=2, channels=16, policy_channels=2, value_hidden=32),
     # Quick experiments on a laptop.
     "small": NetworkConfig(blocks=4, channels=32, policy_channels=4, value_hidden=64),
-    # About 18k positions/s in batches of 512 on 2 CPU cores (compact, bf16; scripts/bench_net.py).
+    # The larger network: its speed is in docs/benchmarks.md (scripts/bench_net.py).
     "default": NetworkConfig(blocks=6, channels=64, policy_channels=4, value_hidden=64),
 }
 
