@@ -1,6 +1,6 @@
 """Alpha-beta agent decisions/s: the batched full-width search against the one-game pruning search.
 
-Both choose the same moves (tests/test_alphabeta.py checks it); this measures
+Both choose the same moves (tests/eval/test_alphabeta.py checks it); this measures
 what each costs on the same positions in one run: mid-game positions after
 random play (live games at the start of a turn), one decision for each, with
 the agent's default games per batch. The pruning search is the reference kept

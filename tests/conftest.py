@@ -1,5 +1,6 @@
 import pathlib
 import sys
 
-# Test helpers (the rules oracle) import as top-level modules.
+# The tests mirror the package (tests/env, tests/mcts, ...); their helpers here (boards, trees,
+# engine_process, the rules and alpha-beta oracles) import as top-level modules.
 sys.path.insert(0, str(pathlib.Path(__file__).parent))

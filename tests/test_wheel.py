@@ -24,7 +24,7 @@ import sys
 import venv
 
 import pytest
-from test_engine_protocol import EngineProcess
+from engine_process import EngineProcess
 
 from stapel_rl.env import apply_move, initial_fen, legal_moves
 

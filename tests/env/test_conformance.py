@@ -7,7 +7,7 @@ import pytest
 
 from stapel_rl.env import expand_full_moves, from_fens, game_result, initial_fen, perft, to_fens
 
-CASES = [json.loads(line) for line in (pathlib.Path(__file__).parent / "data" / "rules_cases.jsonl").open()]
+CASES = [json.loads(line) for line in (pathlib.Path(__file__).parents[1] / "data" / "rules_cases.jsonl").open()]
 
 
 def test_all_cases_are_loaded():

@@ -16,7 +16,7 @@ from stapel_rl.env import engine
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import make_agent
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")

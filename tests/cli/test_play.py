@@ -14,7 +14,7 @@ import pytest
 
 from stapel_rl.eval.pdn import read_games
 
-ROOT = pathlib.Path(__file__).resolve().parents[1]
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 PROMPT = "your move> "
 OVER_PROMPT = "game over> "
 MOVE = re.compile(r"^\d+(?:-\d+|(?:x\d+)+)$")

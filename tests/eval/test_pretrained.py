@@ -14,7 +14,7 @@ from stapel_rl.eval.agents import make_agent
 from stapel_rl.models import checkpoint
 from stapel_rl.train.app import CONFIG_DIR
 
-REPO = pathlib.Path(__file__).resolve().parents[1]
+REPO = pathlib.Path(__file__).resolve().parents[2]
 
 
 def test_in_a_checkout_the_package_reads_the_top_level_directories():

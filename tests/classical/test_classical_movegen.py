@@ -17,7 +17,7 @@ from stapel_rl.env import perft as numpy_perft
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import take
 
-CASES = pathlib.Path(__file__).parent / "data" / "rules_cases.jsonl"
+CASES = pathlib.Path(__file__).parents[1] / "data" / "rules_cases.jsonl"
 
 # Depths 1-5 from RULES.md. Depth 6 computed once with the numpy engine:
 # stapel_rl.env.perft(initial_fen(v), 6, v) gave 166982 (I) and 937024 (II).

@@ -18,7 +18,7 @@ from stapel_rl.models.accuracy import compare, policy_kl
 from stapel_rl.train.replay import TrainingBatch
 from stapel_rl.train.trainer import OptimConfig, Trainer
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRAINED = {
     "grid": ROOT / "checkpoints" / "variant_I.pt",
     "compact": ROOT / "tests" / "data" / "small_compact_I.pt",

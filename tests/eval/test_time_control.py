@@ -12,7 +12,7 @@ import time
 
 import numpy as np
 import pytest
-from test_mcts import check_tree
+from trees import check_tree
 
 from stapel_rl.env import init
 from stapel_rl.eval.agents import make_agent

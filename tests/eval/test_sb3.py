@@ -21,7 +21,7 @@ from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.sb3_agent import SB3Agent, from_spec_args
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(autouse=True)
