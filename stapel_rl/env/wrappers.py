@@ -1,4 +1,4 @@
-"""Wrappers that fit the environments to other libraries' learners.
+"""A wrapper that fits the Gymnasium environment to single-agent learners.
 
 ``VersusAgent`` turns the two-player, turn-based Gymnasium env into a
 single-agent env for standard learners (Stable-Baselines3, sb3-contrib's
@@ -12,10 +12,6 @@ single-agent env for standard learners (Stable-Baselines3, sb3-contrib's
 
     env = VersusAgent(StapelEnv(variant="I"), opponent="greedy", colour="random")
     model = MaskablePPO("MlpPolicy", env).learn(50_000)  # uses env.action_masks()
-
-``fixed_info_keys`` wraps the PettingZoo AEC env so that every agent's
-``info`` has the same keys throughout a game, which TorchRL's
-``PettingZooWrapper`` needs (it fixes its info spec at ``reset``).
 
 This module is not imported by ``stapel_rl.env``: import it by name.
 """
