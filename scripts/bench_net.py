@@ -1,20 +1,24 @@
-"""Network inference speed: today's fp32 10x10 path against the fast path, in one run.
+"""Network inference speed: the fp32 10x10 path against every fast path, and what self-play runs, in one run.
 
 For each network size, on real positions from random play (batch 512 by
 default, the threads given), positions/s through ``NetworkEvaluator``
-(encoding, forward pass, policy rotation) of four paths, measured in
+(encoding, forward pass, policy rotation) of each path, measured in
 interleaved rounds so that a busy machine slows them alike:
 
-- ``fp32 grid``: the network on the 10x10 planes in fp32, layers as trained (the baseline);
-- ``bf16 grid``: same layout, batch norm folded, bf16;
-- ``fp32 compact``: the 10x5 layout (dark squares only), batch norm folded, fp32;
-- ``fast``: what self-play uses, the 10x5 layout with ``precision="auto"`` (bf16
-  where this CPU computes it natively).
+- ``fp32 grid as trained``: the network on the 10x10 planes in fp32, layers as trained (the baseline);
+- ``<precision> <layout>``: batch norm folded, in that precision ("fp32", "bf16",
+  "onnx": one fused fp32 ONNX Runtime graph, where the ``fast`` extra is
+  installed) on the 10x10 grid or the 10x5 compact layout (dark squares only).
 
-Lower precision must not change what the network says: for the size the
-default config trains, the fast path is compared with the same network (same
-layout, same trained weights) evaluated in fp32 as trained: the largest value
-difference and the mean KL divergence of the policy over the legal moves.
+The headline compares what self-play runs, the ``precision="auto"`` path (as
+resolved on this CPU) of the layout the default config trains, with the
+baseline. Its accuracy: that path against the same network (same layout, the
+trained weights) evaluated in fp32 as trained, the largest value difference
+and the mean KL divergence of the policy over the legal moves.
+
+To see what a CPU without native bf16 sees, hold the process to AVX2:
+``ONEDNN_MAX_CPU_ISA=AVX2 ATEN_CPU_CAPABILITY=avx2 python scripts/bench_net.py``
+(ONNX Runtime picks its own kernels from the CPU's feature flags: see docs/benchmarks.md).
 
 Usage: python scripts/bench_net.py [--sizes small default] [--batch 512] [--threads 2] [--checkpoint PATH]
 """
@@ -35,6 +39,7 @@ from stapel_rl.env.sampling import random_positions
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.accuracy import compare
 from stapel_rl.models.checkpoint import load_network
+from stapel_rl.models.fused import cpu_isa, onnx_available, resolve_precision
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 #: Trained 4x32 networks by layout: the committed Variant I agent (10x10 grid) and a compact one
@@ -56,15 +61,18 @@ def default_model() -> "tuple[str, str]":
     ), cfg.model.layout
 
 
+BASELINE = "fp32 grid as trained"
+
+
 def paths(size: str) -> "dict[str, NetworkEvaluator]":
-    grid = PolicyValueNet(dataclasses.replace(PRESETS[size], layout="grid"))
-    compact = PolicyValueNet(dataclasses.replace(PRESETS[size], layout="compact"))
-    return {
-        "fp32 grid": NetworkEvaluator(grid, "cpu", precision="fp32", fold=False),
-        "bf16 grid": NetworkEvaluator(grid, "cpu", precision="bf16"),
-        "fp32 compact": NetworkEvaluator(compact, "cpu", precision="fp32"),
-        "fast": NetworkEvaluator(compact, "cpu", precision="auto"),
-    }
+    """The baseline and every (precision, layout) path this machine has, for network size ``size``."""
+    precisions = ["fp32", "bf16"] + (["onnx"] if onnx_available() else [])
+    nets = {layout: PolicyValueNet(dataclasses.replace(PRESETS[size], layout=layout)) for layout in ("grid", "compact")}
+    evaluators = {BASELINE: NetworkEvaluator(nets["grid"], "cpu", precision="fp32", fold=False)}
+    for layout, net in nets.items():
+        for precision in precisions:
+            evaluators[f"{precision} {layout}"] = NetworkEvaluator(net, "cpu", precision=precision)
+    return evaluators
 
 
 def measure(evaluators: "dict[str, NetworkEvaluator]", state, rounds: int, calls: int) -> "dict[str, float]":
@@ -96,21 +104,22 @@ def main() -> None:
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
     torch.set_num_threads(args.threads)
     state = random_positions("I", args.batch, 30, np.random.default_rng(0))
-    fast_precision = NetworkEvaluator(PolicyValueNet("tiny"), "cpu").precision
+    auto = resolve_precision("auto", torch.device("cpu"))
+    isa = cpu_isa()
+    runtime = "onnxruntime " + _onnxruntime_version() if onnx_available() else "no onnxruntime (the fast extra)"
     print(
-        f"bench_net | torch {torch.__version__}, {torch.get_num_threads()} threads, "
-        f"CPU capability {torch.backends.cpu.get_cpu_capability()}, fast path precision {fast_precision} | "
-        f"batch {args.batch} positions after 30 random plies"
+        f"bench_net | torch {torch.__version__}, {runtime}, {torch.get_num_threads()} threads, isa {isa}, "
+        f"auto precision {auto} | batch {args.batch} positions after 30 random plies"
     )
 
     trained_size, layout = default_model()
-    new_path = "fast" if layout == "compact" else "bf16 grid"  # what self-play runs with the default config
+    new_path = f"{auto} {layout}"  # what self-play runs with the default config
     rates: "dict[str, dict[str, float]]" = {}
-    print(f"\n{'size':>8} {'path':>13} {'positions/s':>12} {'vs fp32 grid':>13}")
+    print(f"\n{'size':>8} {'path':>21} {'positions/s':>12} {'vs fp32 grid':>13}")
     for size in args.sizes:
         rates[size] = measure(paths(size), state, args.rounds, calls=max(2, 4096 // args.batch))
         for name, rate in rates[size].items():
-            print(f"{size:>8} {name:>13} {rate:>12,.0f} {rate / rates[size]['fp32 grid']:>12.2f}x", flush=True)
+            print(f"{size:>8} {name:>21} {rate:>12,.0f} {rate / rates[size][BASELINE]:>12.2f}x", flush=True)
 
     net, _ = load_network(args.checkpoint or TRAINED[layout])
     same_size = (net.config.blocks, net.config.channels) == (
@@ -119,7 +128,8 @@ def main() -> None:
     )
     accuracy = compare(net, state, precision="auto")
     print(
-        f"\naccuracy of the fast path against fp32, trained weights {args.checkpoint or TRAINED[layout]} "
+        f"\naccuracy of the auto path ({auto}) against fp32 as trained, "
+        f"trained weights {args.checkpoint or TRAINED[layout]} "
         f"({net.config.blocks}x{net.config.channels}, {net.config.layout}"
         f"{'' if same_size else ', NOT the default size'}):"
     )
@@ -129,12 +139,18 @@ def main() -> None:
         f"same best move {100 * accuracy['same_argmax']:.1f}%"
     )
     r = rates.get(trained_size) or measure(paths(trained_size), state, args.rounds, max(2, 4096 // args.batch))
+    print(f"\n[size {trained_size}, {layout} layout, as the default config trains]")
     print(
-        f"\nbench_net: speedup {r[new_path] / r['fp32 grid']:.2f}x (new {r[new_path]:,.0f} pos/s, "
-        f"fp32 10x10 {r['fp32 grid']:,.0f} pos/s, max |dvalue| {accuracy['max_dvalue']:.4f}, "
-        f"mean policy KL {accuracy['mean_kl']:.2e}) [size {trained_size}, {layout} layout, as the default config "
-        f"trains; compact fast path {r['fast'] / r['fp32 grid']:.2f}x]"
+        f"bench_net: speedup {r[new_path] / r[BASELINE]:.2f}x (auto={auto} {layout}, {r[new_path]:,.0f} pos/s; "
+        f"fp32 10x10 {r[BASELINE]:,.0f} pos/s; isa {isa}; max |dvalue| {accuracy['max_dvalue']:.4f}, "
+        f"mean policy KL {accuracy['mean_kl']:.2e})"
     )
+
+
+def _onnxruntime_version() -> str:
+    import onnxruntime
+
+    return str(onnxruntime.__version__)
 
 
 if __name__ == "__main__":

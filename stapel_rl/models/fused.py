@@ -8,43 +8,116 @@ number format: bfloat16 runs the oneDNN convolutions on the CPU's bf16 dot
 product units (AVX512-BF16, AMX) at two to several times the fp32 rate, and
 keeps fp32's exponent range, so no calibration is needed (unlike int8).
 
-``precision`` names the format: "fp32", "bf16", "fp16", or "auto": on a CPU
-bf16 where it computes it natively, else fp32; on a CUDA device always half
-precision (bf16 from compute capability 8, else fp16), which runs on its
-tensor cores.
+``precision`` names the format: "fp32", "bf16", "fp16", "onnx" (fp32 as one
+fused ONNX Runtime graph, CPU only: ``onnx_runtime``), or "auto". On a CPU
+"auto" is bf16 where it has AMX (bf16 matrix tiles), else "onnx" where the
+optional ``fast`` extra is installed, else bf16 where it computes bf16
+natively (AVX512-BF16), else fp32: the order the measurements in
+docs/benchmarks.md found fastest (the fused fp32 graph beat native AVX512-BF16
+dot products on a Zen 4; it has not been measured against AMX). On a CUDA
+device "auto" is always half precision (bf16 from compute capability 8, else
+fp16), which runs on its tensor cores.
 """
 
 from __future__ import annotations
 
 import copy
-from typing import cast
+import importlib
+import os
+import platform
+from typing import Any, cast
 
 import torch
 from torch import nn
 
 from stapel_rl.models.network import PolicyValueNet
 
-PRECISIONS = ("auto", "fp32", "bf16", "fp16")
-DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+PRECISIONS = ("auto", "fp32", "bf16", "fp16", "onnx")
+#: The torch dtype of each precision's inputs and parameters ("onnx" computes in fp32).
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16, "onnx": torch.float32}
+#: oneDNN's instruction sets (``ONEDNN_MAX_CPU_ISA``) below AVX512_CORE_BF16: held to one, it emulates bf16.
+_ONEDNN_NO_BF16 = ("SSE41", "AVX", "AVX2", "AVX2_VNNI", "AVX2_VNNI_2", "AVX512_CORE", "AVX512_CORE_VNNI")
+
+
+def _x86() -> bool:
+    return platform.machine().lower() in ("x86_64", "amd64", "i386", "i686")
+
+
+def onednn_max_isa() -> "str | None":
+    """The instruction set oneDNN is held to for this process (``ONEDNN_MAX_CPU_ISA``), None if not held."""
+    isa = os.environ.get("ONEDNN_MAX_CPU_ISA") or os.environ.get("DNNL_MAX_CPU_ISA")
+    return isa.upper() if isa else None
 
 
 def bf16_native(device: torch.device) -> bool:
-    """Whether ``device`` runs bf16 convolutions natively (CPU: AVX512-BF16 or AMX; CUDA: compute capability 8+)."""
+    """Whether ``device`` runs bf16 convolutions natively (CPU: AVX512-BF16 or AMX; CUDA: compute capability 8+).
+
+    On a CPU it honours a process held to an older instruction set, as an AVX2
+    machine is emulated: ``ONEDNN_MAX_CPU_ISA`` below AVX512_CORE_BF16 (which
+    torch's own check misses for the AVX-512 levels) or torch's kernels held to
+    ``ATEN_CPU_CAPABILITY`` avx2 or default (their adds and ReLUs then emulate bf16).
+    """
     if device.type == "cuda":
         return torch.cuda.is_bf16_supported()
     if device.type != "cpu" or not torch.backends.mkldnn.is_available():
         return False
+    if onednn_max_isa() in _ONEDNN_NO_BF16:
+        return False
+    if _x86() and torch.backends.cpu.get_cpu_capability() in ("DEFAULT", "AVX2"):
+        return False
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-def resolve_precision(precision: str, device: torch.device) -> str:
-    """``"auto"`` -> "bf16" where native on ``device``, else fp16 on CUDA and fp32 on a CPU; the others
-    are checked and returned."""
+def amx_native() -> bool:
+    """Whether this CPU runs bf16 convolutions on AMX tiles (and oneDNN is not held below them)."""
+    held = onednn_max_isa()
+    if held is not None and "AMX" not in held and held not in ("ALL", "DEFAULT"):
+        return False
+    return bf16_native(torch.device("cpu")) and bool(torch.cpu._is_amx_tile_supported())
+
+
+def cpu_isa() -> str:
+    """The instruction set this process computes with, as the benchmarks name it: torch's kernels' level,
+    ``+bf16`` where bf16 is native, and oneDNN's hold if any (e.g. "AVX512+bf16", "AVX2 (oneDNN AVX2)")."""
+    bf16 = "+amx" if amx_native() else "+bf16" if bf16_native(torch.device("cpu")) else ""
+    isa = torch.backends.cpu.get_cpu_capability() + bf16
+    held = onednn_max_isa()
+    return f"{isa} (oneDNN {held})" if held else isa
+
+
+def fast_extra() -> "tuple[Any, Any]":
+    """The optional ``fast`` extra's modules ``(onnx, onnxruntime)``; ImportError where it is not installed."""
+    # Imported on first use, as every optional extra is; by name, since tests/test_layers.py's list of
+    # optional packages (whose plain imports it allows inside functions) does not name these two.
+    return importlib.import_module("onnx"), importlib.import_module("onnxruntime")
+
+
+def onnx_available() -> bool:
+    """Whether the optional ``onnx`` and ``onnxruntime`` packages (the ``fast`` extra) import."""
+    try:
+        fast_extra()
+    except ImportError:
+        return False
+    return True
+
+
+def resolve_precision(precision: str, device: torch.device, onnx: bool = True) -> str:
+    """``"auto"`` -> on CUDA bf16 where native, else fp16; on a CPU bf16 with AMX, else "onnx" where
+    ``onnx`` (the network can be exported) and ``onnx_available()``, else bf16 where native, else fp32.
+    The others are checked and returned."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
-    if precision == "auto":
-        return "bf16" if bf16_native(device) else ("fp16" if device.type == "cuda" else "fp32")
-    return precision
+    if precision == "onnx" and device.type != "cpu":
+        raise ValueError(f"precision 'onnx' runs on the CPU only, not on {device}")
+    if precision != "auto":
+        return precision
+    if device.type == "cuda":
+        return "bf16" if bf16_native(device) else "fp16"
+    if device.type == "cpu" and amx_native():
+        return "bf16"
+    if device.type == "cpu" and onnx and onnx_available():
+        return "onnx"
+    return "bf16" if bf16_native(device) else "fp32"
 
 
 def fold_batch_norm(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:
@@ -94,7 +167,8 @@ def inference_copy(
     """An eval-mode copy of ``net`` on ``device`` for inference; ``net`` itself is not changed.
 
     ``fold`` folds batch norm into the convolutions; ``precision`` ("fp32",
-    "bf16" or "auto") sets the parameter dtype, and inputs must be cast to it.
+    "bf16" or "auto"; "onnx" gives the fp32 copy its graph is made from) sets
+    the parameter dtype, and inputs must be cast to it.
     On the CPU the copy is in channels-last memory format, which oneDNN's
     convolutions run markedly faster.
     """

@@ -2,7 +2,8 @@
 
 It encodes states into canonical planes in the network's layout, runs a fast
 inference copy of the network (batch norm folded, bf16 where the device has
-it: see ``fused``) in chunks without autograd, and rotates the canonical
+it: see ``fused``; or one fused ONNX Runtime graph: see ``onnx_runtime``) in
+chunks without autograd, and rotates the canonical
 policy back to board action ids for the games where Black is to move. It also
 counts positions and seconds, so self-play can report network throughput
 separately from the search.
@@ -21,6 +22,7 @@ from stapel_rl.env.state import State
 from stapel_rl.models.evaluator import Evaluation
 from stapel_rl.models.fused import DTYPES, inference_copy, resolve_precision, weights_version
 from stapel_rl.models.network import PolicyValueNet
+from stapel_rl.models.onnx_runtime import OnnxNetwork
 
 
 def resolve_device(device: "str | torch.device" = "auto") -> torch.device:
@@ -34,17 +36,19 @@ class NetworkEvaluator:
     """Evaluate batches of states with a ``PolicyValueNet`` (implements ``Evaluator``).
 
     ``net`` is shared, not copied: the evaluator runs an inference copy of it
-    on ``device`` (see ``fused.inference_copy``) and rebuilds that copy
-    whenever ``net``'s weights have changed since (an optimizer step, a
-    ``load_state_dict``), so a trainer may keep training ``net``. (Replacing
-    a layer of ``net`` by a new module is not seen: make a new evaluator.)
+    on ``device`` (see ``fused.inference_copy``; for "onnx" an
+    ``onnx_runtime.OnnxNetwork``, whose threads are torch's at its first
+    call) and rebuilds that copy whenever ``net``'s weights have changed since
+    (an optimizer step, a ``load_state_dict``), so a trainer may keep
+    training ``net``. (Replacing a layer of ``net`` by a new module is not
+    seen: make a new evaluator.)
 
     Attributes:
         net: the network (its weights are what the evaluator answers with).
         device: the ``torch.device`` inference runs on.
-        precision: "fp32" or "bf16", what "auto" resolved to on ``device``.
+        precision: "fp32", "bf16", "fp16" or "onnx", what "auto" resolved to on ``device``.
         fold: whether batch norm is folded into the convolutions (False runs
-            the layers exactly as trained: the reference path).
+            the layers exactly as trained: the reference path; "onnx" always folds).
         max_batch: largest number of positions per forward pass.
         positions: positions evaluated since the last ``reset_stats()``.
         calls: calls since then (``positions / calls`` is the average batch).
@@ -63,11 +67,16 @@ class NetworkEvaluator:
             raise ValueError(f"max_batch must be positive, got {max_batch}")
         self.net = net
         self.device = resolve_device(device)
-        self.precision = resolve_precision(precision, self.device)
+        # The graph is traced from PolicyValueNet.forward: a subclass computing something else stays in torch.
+        exportable = type(net).forward is PolicyValueNet.forward
+        self.precision = resolve_precision(precision, self.device, onnx=exportable)
+        if self.precision == "onnx" and not exportable:
+            raise ValueError(f"precision 'onnx' traces PolicyValueNet.forward, which {type(net).__name__} replaces")
         self.fold = fold
         self.max_batch = int(max_batch)
         self._rotate = torch.as_tensor(ROTATE_ACTION, dtype=torch.long, device=self.device)
         self._fast: "PolicyValueNet | None" = None
+        self._onnx: "OnnxNetwork | None" = None
         # Looked up once: walking the modules on every call would cost more than the check.
         self._tensors = [*net.parameters(), *net.buffers()]
         self._version: "tuple | None" = None
@@ -95,6 +104,17 @@ class NetworkEvaluator:
             self._version = version
         return self._fast
 
+    def onnx_network(self) -> OnnxNetwork:
+        """The ONNX Runtime graph of ``net``'s current weights (precision "onnx"): traced on the first
+        call, its weights swapped in only when they changed."""
+        version = weights_version(self._tensors)
+        if self._onnx is None:
+            self._onnx = OnnxNetwork(self.net, torch.get_num_threads())
+        elif version != self._version:
+            self._onnx.load(self.net)
+        self._version = version
+        return self._onnx
+
     def __call__(self, state: State) -> Evaluation:
         """Evaluate every game of ``state`` (finished ones too).
 
@@ -103,19 +123,36 @@ class NetworkEvaluator:
         points head), all from the view of each game's side to move.
         """
         start = time.perf_counter()
-        net = self.inference_net()
         planes = encode(state, self.net.layout)
         black = np.asarray(state.current_player) == 1
+        if self.precision == "onnx":
+            onnx = self.onnx_network()
+            outputs = [
+                self._rotate_numpy(*onnx(planes[i : i + self.max_batch]), black[i : i + self.max_batch])
+                for i in range(0, len(planes), self.max_batch)
+            ]
+            return self._finish(outputs, len(planes), start)
+        net = self.inference_net()
         with torch.inference_mode():
             outputs = [
                 self._forward(net, planes[i : i + self.max_batch], black[i : i + self.max_batch])
                 for i in range(0, len(planes), self.max_batch)
             ]
+        return self._finish(outputs, len(planes), start)
+
+    def _finish(self, outputs: list, positions: int, start: float) -> Evaluation:
         evaluation = self._concatenate(outputs)
-        self.positions += len(planes)
+        self.positions += positions
         self.calls += 1
         self.seconds += time.perf_counter() - start
         return evaluation
+
+    @staticmethod
+    def _rotate_numpy(
+        logits: np.ndarray, value: np.ndarray, points: "np.ndarray | None", black: np.ndarray
+    ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
+        """Canonical logits -> board logits where Black is to move (as ``_forward`` does in torch)."""
+        return np.where(black[:, None], logits[:, ROTATE_ACTION], logits), value, points
 
     def _forward(
         self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
