@@ -23,7 +23,6 @@ import time
 import numpy as np
 import torch
 
-from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import PRESETS
 from stapel_rl.models.checkpoint import load
 from stapel_rl.train.config import DistributedConfig
@@ -59,9 +58,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     weights, model_config = weights_and_config()
-    spec = WorkerSpec(
-        "I", 600, model_config, "auto", SearchConfig(16, "gumbel"), SelfPlayConfig(num_games=128), (0, 0, 0)
-    )
+    spec = WorkerSpec("I", 600, model_config, "auto", SelfPlayConfig(16, "gumbel"), 128, (0, 0, 0))
     results = {}
 
     threads = torch.get_num_threads()

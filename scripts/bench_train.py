@@ -59,7 +59,7 @@ def main() -> None:
     for _ in range(args.rounds):  # interleaved, so both see the same machine
         for precision in rates:
             torch.manual_seed(0)
-            trainer = Trainer(PolicyValueNet(config), OptimConfig(precision=precision), torch.device("cpu"))
+            trainer = Trainer(PolicyValueNet(config), OptimConfig(train_precision=precision), torch.device("cpu"))
             trainer.step(data[0])  # warm-up (oneDNN primitives)
             start = time.perf_counter()
             for i in range(args.steps):

@@ -36,9 +36,9 @@ import stapel_rl.env.engine as engine_module
 import stapel_rl.train.selfplay as selfplay_module
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
-from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
+from stapel_rl.models import NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.checkpoint import load
-from stapel_rl.train.app import CONFIG_DIR, make_selfplay_config, search_config
+from stapel_rl.train.app import CONFIG_DIR
 from stapel_rl.train.selfplay import SelfPlay
 
 
@@ -70,18 +70,17 @@ def timed(module, name: str, totals: "collections.Counter", inside: "list[str]")
 
 def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> float:
     """Print where self-play time goes; returns the positions searched per second."""
-    variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
-    fields = OmegaConf.to_container(cfg.model)
-    fields["points_head"] = variant.points_decide if fields["points_head"] is None else fields["points_head"]
-    net = PolicyValueNet(NetworkConfig(**fields))
+    config = OmegaConf.to_object(cfg)  # the training schema's dataclasses (stapel_rl/train/config.py)
+    variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
+    net = PolicyValueNet(config.model.for_variant(variant))
     if checkpoint:
         saved = load(checkpoint)
         if saved["model_config"] != dataclasses.asdict(net.config):
             raise ValueError(f"{checkpoint} holds a {saved['model_config']} network, the config asks for {net.config}")
         net.load_state_dict(saved["model"])
     evaluator = NetworkEvaluator(net, "cpu", precision=precision)
-    t = cfg.train
-    selfplay = SelfPlay(variant, evaluator, search_config(cfg), make_selfplay_config(cfg), np.random.default_rng(0))
+    t = config.train
+    selfplay = SelfPlay(variant, evaluator, config.mcts, t.num_games, np.random.default_rng(0))
     selfplay.play(1)  # warm-up: first kernels, first trees
     evaluator.reset_stats()
     totals: "collections.Counter" = collections.Counter()
@@ -105,7 +104,7 @@ def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> fl
     }
     searched = totals.pop("searched positions")
     print(
-        f"\n{evaluator.precision} {fields['layout']} {fields['blocks']}x{fields['channels']}, "
+        f"\n{evaluator.precision} {net.config.layout} {net.config.blocks}x{net.config.channels}, "
         f"{t.num_games} games, {cfg.mcts.algorithm} {cfg.mcts.num_simulations} simulations: "
         f"{searched / total:,.0f} positions searched/s ({totals.pop('simulations') / total:,.0f} simulations/s; "
         f"{made:,} positions of finished games); network {evaluator.positions_per_second:,.0f} positions/s "

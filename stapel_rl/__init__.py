@@ -12,5 +12,5 @@ with the package.
 
 from stapel_rl.bundled import pretrained
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 __all__ = ["pretrained"]

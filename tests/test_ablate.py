@@ -39,7 +39,7 @@ def test_two_rows_train_score_and_resume(tmp_path, capsys):
         "mcts.num_simulations=4",
         "train.threads=1",
         "train.iterations=1",
-        "train.eval_every=0",
+        "train.eval_every_minutes=0",
     ]
     assert script.main(argv) == 0
     results = json.loads((tmp_path / "ablations.json").read_text())

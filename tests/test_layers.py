@@ -50,6 +50,8 @@ OPTIONAL = {
     "sb3_contrib",
     "torchrl",
     "playwright",
+    "onnx",
+    "onnxruntime",
     "stapel_rl.web",
 }
 

@@ -37,10 +37,11 @@ import numpy as np
 from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_spec
-from stapel_rl.eval.openings import SOURCES, opening_fens
+from stapel_rl.eval.openings import opening_fens
 
 _AGENTS: "dict[str, object]" = {}
 
@@ -146,27 +147,12 @@ def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(prog="stapel-match", description=__doc__.split("\n")[0])
     parser.add_argument("agent", help="agent spec, e.g. mcts:PATH:sims=32, classical:time=0.1, greedy")
     parser.add_argument("opponents", nargs="+", help="opponent specs")
-    parser.add_argument("--variant", default="I")
     parser.add_argument("--games", type=int, default=200, help="games per opponent (rounded up to whole pairs)")
-    parser.add_argument(
-        "--time",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="equal time: each side's budget per move (agents that search by time)",
-    )
-    parser.add_argument(
-        "--openings", default="suite", choices=SOURCES, help="the variant's opening suite (default) or random openings"
-    )
-    parser.add_argument(
-        "--opening-plies", type=int, default=4, help="with --openings random: random actions that make each opening"
-    )
     parser.add_argument("--jobs", type=int, default=1, help="processes that play the pairs (default 1)")
-    parser.add_argument("--seed", type=int, default=0)
+    add_match_options(parser)
     args = parser.parse_args(argv)
     try:
-        if args.time is not None and not args.time > 0:
-            raise ValueError(f"--time must be a positive number of seconds, got {args.time:g}")
+        check_match_options(args)
         if args.jobs < 1:
             raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
         variant = get_variant(args.variant)
@@ -186,8 +172,8 @@ def main(argv: "list[str] | None" = None) -> int:
         )
         mine, theirs = result.time_per_move()
         print(
-            f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.record()}, "
-            f"{result.pentanomial(pair).summary()}; time per move {mine:.3f} s / {theirs:.3f} s; "
+            f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.summary(pair)}; "
+            f"time per move {mine:.3f} s / {theirs:.3f} s; "
             f"{args.openings} openings{clock}; {time.perf_counter() - start:.0f} s",
             flush=True,
         )

@@ -16,9 +16,9 @@ import argparse
 import sys
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.cli.options import add_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import make_agent
-from stapel_rl.eval.openings import SOURCES
 from stapel_rl.eval.sprt import SPRT, run_sprt
 
 
@@ -27,18 +27,13 @@ def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(prog="stapel-sprt", description=__doc__.split("\n")[0])
     parser.add_argument("a")
     parser.add_argument("b")
-    parser.add_argument("--variant", default="I")
     parser.add_argument("--elo0", type=float, default=0.0)
     parser.add_argument("--elo1", type=float, default=20.0)
     parser.add_argument("--alpha", type=float, default=0.05)
     parser.add_argument("--beta", type=float, default=0.05)
     parser.add_argument("--batch-pairs", type=int, default=16)
     parser.add_argument("--max-pairs", type=int, default=2000)
-    parser.add_argument(
-        "--openings", default="suite", choices=SOURCES, help="the variant's opening suite (default) or random openings"
-    )
-    parser.add_argument("--opening-plies", type=int, default=4, help="with --openings random: random actions")
-    parser.add_argument("--seed", type=int, default=0)
+    add_match_options(parser, time=False)
     args = parser.parse_args(argv)
     try:
         a, b, variant = make_agent(args.a), make_agent(args.b), get_variant(args.variant)

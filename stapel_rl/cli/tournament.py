@@ -22,9 +22,9 @@ from matplotlib.figure import Figure  # no pyplot: a file needs no display backe
 from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
-from stapel_rl.eval.openings import SOURCES
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.ratings import rate
 from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, load_results, run
@@ -61,25 +61,12 @@ def main(argv: "list[str] | None" = None) -> int:
     tune_malloc()
     parser = argparse.ArgumentParser(prog="stapel-tournament", description=__doc__.split("\n")[0])
     parser.add_argument("players", nargs="+", help="agent specs; checkpoint globs allowed")
-    parser.add_argument("--variant", default="I")
-    parser.add_argument("--pairs", type=int, default=10, help="openings per pairing, each played with both colours")
     parser.add_argument(
-        "--openings",
-        default="suite",
-        choices=SOURCES,
-        help="the variant's opening suite (default; every pairing plays its first --pairs) or random",
+        "--pairs", type=int, default=10, help="openings per pairing (the suite's first), each played with both colours"
     )
-    parser.add_argument("--opening-plies", type=int, default=4, help="with --openings random: random actions")
-    parser.add_argument(
-        "--time",
-        type=float,
-        default=None,
-        metavar="SECONDS",
-        help="equal time: each side's budget per move (agents that search by time)",
-    )
+    add_match_options(parser)
     parser.add_argument("--gauntlet", action="store_true", help="the first player meets each other; no round robin")
     parser.add_argument("--anchor", default="random", help="the player rated 0 (default random; added if absent)")
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default="tournaments/latest", help="output folder; rerun with it to resume")
     parser.add_argument("--ray", action="store_true", help="play the pairings as Ray tasks (pip install -e '.[ray]')")
     parser.add_argument(
@@ -89,8 +76,7 @@ def main(argv: "list[str] | None" = None) -> int:
     )
     args = parser.parse_args(argv)
     try:
-        if args.time is not None and not args.time > 0:
-            raise ValueError(f"--time must be a positive number of seconds, got {args.time:g}")
+        check_match_options(args)
         players = [timed_spec(p, args.time) for p in expand_specs(args.players)]
         if args.anchor not in players:
             players.append(args.anchor)

@@ -8,6 +8,7 @@ The configs are ``configs/`` (``stapel_rl.bundled.CONFIG_DIR``); the loop is
 from __future__ import annotations
 
 import pathlib
+import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
@@ -15,14 +16,24 @@ from omegaconf import DictConfig
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.train.app import CONFIG_DIR, train
+from stapel_rl.train.config import check_overrides
 
 
 @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)
-def main(cfg: DictConfig) -> None:
+def _run(cfg: DictConfig) -> None:
     tune_malloc()  # process-wide, so here and not on import
     out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
     final = train(cfg, out_dir)
     print(f"checkpoint: {final}")
+
+
+def main() -> None:
+    """The ``stapel-train`` command: Hydra's, after a clear error for a key removed from the schema."""
+    try:
+        check_overrides(sys.argv[1:])
+    except ValueError as problem:
+        sys.exit(f"stapel-train: {problem}")
+    _run()
 
 
 if __name__ == "__main__":

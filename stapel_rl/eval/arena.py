@@ -64,8 +64,12 @@ class MatchResult:
         wins, draws = int((self.scores == 1).sum()), int((self.scores == 0.5).sum())
         return f"{wins}-{draws}-{self.scores.size - wins - draws} (W-D-L) of {self.scores.size}"
 
-    def summary(self) -> str:
-        return f"{self.record()}, score {100 * self.score:.1f}%"
+    def summary(self, pair: "np.ndarray | None" = None) -> str:
+        """The result as every command prints it: the record, then, with the games' pairs ``pair``
+        ``int [G]`` (colour-swapped openings), the pentanomial score and Elo with their intervals."""
+        if pair is None:
+            return f"{self.record()}, score {100 * self.score:.1f}%"
+        return f"{self.record()}, {self.pentanomial(pair).summary()}"
 
 
 def paired_openings(

@@ -8,9 +8,11 @@ import dataclasses
 ALGORITHM_NAMES = ("puct", "gumbel")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class SearchConfig:
-    """Attributes:
+    """The ``mcts`` group of the training config (through ``SelfPlayConfig``); agents build their own.
+
+    Attributes:
     num_simulations: simulations (node expansions) per search.
     algorithm: "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero).
     c_puct: PUCT exploration constant.
@@ -33,8 +35,8 @@ class SearchConfig:
         together, one batched step per round, so the batch's longest forced
         run sets the cost of every expansion; a game still on a forced action
         after this many keeps it as a node of its own (as without skipping).
-        ``None`` (agents: one game, nothing to save): no cap; self-play
-        passes ``mcts.forced_rounds``.
+        ``None``: no cap (one game, as an agent searches, has no batch to wait
+        for); the training presets (``configs/mcts``) set 2.
     """
 
     num_simulations: int = 64

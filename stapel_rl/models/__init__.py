@@ -19,7 +19,6 @@ if TYPE_CHECKING:
         NetworkConfig,
         PolicyValueNet,
         masked_log_softmax,
-        masked_softmax,
     )
 
 _LAZY = {
@@ -27,7 +26,6 @@ _LAZY = {
     "PRESETS": "stapel_rl.models.network",
     "PolicyValueNet": "stapel_rl.models.network",
     "masked_log_softmax": "stapel_rl.models.network",
-    "masked_softmax": "stapel_rl.models.network",
     "NetworkEvaluator": "stapel_rl.models.inference",
 }
 
@@ -40,7 +38,6 @@ __all__ = [
     "PolicyValueNet",
     "UniformEvaluator",
     "masked_log_softmax",
-    "masked_softmax",
 ]
 
 

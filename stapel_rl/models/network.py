@@ -11,9 +11,9 @@ to the input by the network itself, tells it which pair is which. Outputs are po
 side to move and, optionally, a regression of the final Variant II points
 difference (side to move minus opponent).
 
-The masked softmax helpers are here because training needs them as well as
-inference: they turn logits plus a legal mask into probabilities that are
-exactly 0 on illegal actions and never NaN.
+``masked_log_softmax`` is here for the training loss: log-probabilities over the
+legal actions that are finite and never NaN (the search's probabilities are
+numpy's, ``stapel_rl.mcts.qtransforms.masked_softmax``).
 """
 
 from __future__ import annotations
@@ -27,13 +27,14 @@ from torch import nn
 
 from stapel_rl.env.geometry import NUM_ACTIONS, NUM_DIRECTIONS, NUM_SQUARES
 from stapel_rl.env.observation import CELL, LAYOUTS, NUM_PLANES
+from stapel_rl.env.variants import Variant
 
 POLICY_HEADS = ("fc", "conv")
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class NetworkConfig:
-    """Shape of a ``PolicyValueNet``.
+    """Shape of a ``PolicyValueNet``: the ``model`` group of the training config (``PRESETS`` are its options).
 
     Attributes:
         blocks: number of residual blocks after the stem (the depth of the tower).
@@ -43,6 +44,8 @@ class NetworkConfig:
         value_hidden: width of the hidden layer of the value (and points) head.
         points_head: add the auxiliary head predicting the final Variant II
             points difference; ``forward`` returns None in its place when False.
+            None: decided by the variant (``for_variant``: on where points decide
+            the game); a network built from None has no such head.
         layout: board layout of the input planes, "grid" (10x10, every square)
             or "compact" (10x5, dark squares only: half the FLOPs).
         policy_head: "fc": a 1x1 conv to ``policy_channels`` planes, then a
@@ -58,7 +61,7 @@ class NetworkConfig:
     channels: int = 64
     policy_channels: int = 4
     value_hidden: int = 64
-    points_head: bool = False
+    points_head: "bool | None" = None
     layout: str = "grid"
     policy_head: str = "fc"
 
@@ -67,6 +70,12 @@ class NetworkConfig:
             raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {self.layout!r}")
         if self.policy_head not in POLICY_HEADS:
             raise ValueError(f"policy_head must be one of {POLICY_HEADS}, got {self.policy_head!r}")
+
+    def for_variant(self, variant: Variant) -> NetworkConfig:
+        """This shape with ``points_head`` decided for ``variant`` if it is None."""
+        if self.points_head is not None:
+            return self
+        return dataclasses.replace(self, points_head=variant.points_decide)
 
     @property
     def cells(self) -> int:
@@ -220,13 +229,3 @@ def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int = -1) 
     # any entry is legal; the clamp only guards the all-illegal rows.
     log_total = shifted.exp().sum(dim=dim, keepdim=True).clamp_min(1.0).log()
     return torch.where(mask, shifted - log_total, floor)
-
-
-def masked_softmax(logits: torch.Tensor, mask: torch.Tensor, dim: int = -1) -> torch.Tensor:
-    """Probabilities over the entries where ``mask`` is True: ``[B, A] -> [B, A]``.
-
-    Illegal entries are exactly 0; each row with a legal entry sums to 1; a
-    row with no legal entry is all 0 (never NaN). See ``masked_log_softmax``.
-    """
-    mask = mask.to(torch.bool)
-    return torch.where(mask, masked_log_softmax(logits, mask, dim).exp(), 0.0)

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import pathlib
 import time
-from typing import Any, TypedDict, cast
+from typing import TypedDict, cast
 
 import numpy as np
 import torch
@@ -35,14 +35,13 @@ from stapel_rl.env.render import rgb_array
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.sprt import SPRT, run_sprt
-from stapel_rl.mcts import SearchConfig
-from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet, checkpoint
-from stapel_rl.train.config import from_fields, register
+from stapel_rl.models import NetworkEvaluator, PolicyValueNet, checkpoint
+from stapel_rl.train.config import Config, register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.replay import ReplayBuffer
-from stapel_rl.train.selfplay import SelfPlay, SelfPlayConfig
-from stapel_rl.train.trainer import OptimConfig, Trainer, mean_metrics
+from stapel_rl.train.selfplay import SelfPlay
+from stapel_rl.train.trainer import Trainer, mean_metrics
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
 
 register()
@@ -57,26 +56,24 @@ class _RunTotals(TypedDict):
 
 class RunCounters(_RunTotals, total=False):
     """The run's progress, saved in every checkpoint as ``"counters"``; the marks ``counters["seconds"]``
-    at the last evaluation, checkpoint and snapshot appear once each has happened."""
+    at the last evaluation, gating test, image, checkpoint and snapshot appear once each has happened."""
 
     eval_at: float
     eval_seconds: float
+    gated_at: float
+    imaged_at: float
     saved_at: float
     kept_at: float
 
 
+def due(last: float, minutes: float, now: float) -> bool:
+    """Whether work scheduled every ``minutes`` of the run (0: never) is due at run time ``now``, its last
+    time being ``last`` (seconds of the run; never yet: 0, the run's start)."""
+    return bool(minutes) and now >= last + 60.0 * minutes
+
+
 #: Hydra's primary config directory: the repository's configs/ in a checkout, the packaged copy in a wheel.
 CONFIG_DIR = str(bundled.CONFIG_DIR)
-
-
-def search_config(cfg: DictConfig, num_simulations: "int | None" = None) -> SearchConfig:
-    """The search settings of a training config (``mcts`` group; ``num_simulations`` overrides its count)."""
-    return from_fields(SearchConfig, cfg.mcts, num_simulations=num_simulations or cfg.mcts.num_simulations)
-
-
-def make_selfplay_config(cfg: DictConfig) -> SelfPlayConfig:
-    """The self-play settings of a training config (``train.num_games`` and the ``mcts`` group's)."""
-    return from_fields(SelfPlayConfig, cfg.train, cfg.mcts)
 
 
 def selfplay_device(train_device: torch.device) -> torch.device:
@@ -85,18 +82,18 @@ def selfplay_device(train_device: torch.device) -> torch.device:
 
 
 def gate(
-    cfg: DictConfig, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
+    config: Config, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
 ) -> "dict[str, float]":
     """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
-    t = cfg.train
+    t = config.train
     candidate = PolicyValueNet(net.config)
     candidate.load_state_dict(net.state_dict())
-    config = search_config(cfg, t.gate_simulations)
+    search_config = dataclasses.replace(config.mcts, num_simulations=t.gate_simulations)
     test = SPRT(0.0, t.gate_elo1)
     candidate_evaluator = NetworkEvaluator(candidate, device=best.device, precision=best.precision)
     status = run_sprt(
-        MCTSAgent(candidate_evaluator, config),
-        MCTSAgent(best, config),
+        MCTSAgent(candidate_evaluator, search_config),
+        MCTSAgent(best, search_config),
         variant,
         test,
         batch_pairs=16,
@@ -119,14 +116,15 @@ def gate(
 def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path (None if it has none:
     a run resumed from another directory's checkpoint with nothing left to do saves none)."""
-    t = cfg.train
+    config = cast(Config, OmegaConf.to_object(cfg))  # the groups' own dataclasses, validated
+    t = config.train
     version = checkpoint.code_version()  # of the code this run starts with
     if t.threads:
         torch.set_num_threads(t.threads)
     torch.manual_seed(cfg.seed)
     rng = np.random.default_rng(cfg.seed)
-    variant = get_variant(cfg.variant.name).with_ply_cap(cfg.variant.ply_cap)
-    dist = cfg.distributed
+    variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
+    dist = config.distributed
     if dist.backend not in ("none", "ray"):
         raise ValueError(f"distributed.backend must be 'none' or 'ray', got {dist.backend!r}")
     learner_device = dist.learner_device or cfg.device
@@ -137,17 +135,9 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     )
 
     # --- the network, its optimizer and the replay buffer ---------------------------------
-    # The model group is a mapping with string keys (NetworkConfig's fields).
-    model_fields = cast("dict[str, Any]", OmegaConf.to_container(cfg.model))
-    if model_fields["points_head"] is None:
-        model_fields["points_head"] = variant.points_decide
-    model_config = NetworkConfig(**model_fields)
+    model_config = config.model.for_variant(variant)
     net = PolicyValueNet(model_config).to(device)
-    trainer = Trainer(
-        net,
-        from_fields(OptimConfig, t, precision=t.train_precision),
-        device,
-    )
+    trainer = Trainer(net, t, device)  # the train group holds the optimiser's settings
     # Self-play runs an inference copy on the training device (a GPU if the run has one, in half
     # precision there); it gets fresh weights every iteration.
     actor = PolicyValueNet(model_config)
@@ -175,7 +165,6 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             f"{len(buffer)} positions in the replay buffer"
         )
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
-    selfplay_config = make_selfplay_config(cfg)
     selfplay: "SelfPlay | None" = None
     workers: "RaySelfPlayActors | SelfPlayWorkers | None" = None
     if dist.backend == "ray" or t.selfplay_workers:
@@ -188,8 +177,8 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                 variant.ply_cap,
                 dataclasses.asdict(model_config),
                 t.inference_precision,
-                search_config(cfg),
-                selfplay_config,
+                config.mcts,
+                t.num_games,
                 (cfg.seed, i, counters["iteration"]),
                 str(selfplay_device(device)),
             )
@@ -203,7 +192,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
         if not t.threads and not dist.address:
             torch.set_num_threads(1)  # the workers have the other cores; oversubscribed OpenMP threads stall
     else:
-        selfplay = SelfPlay(variant, evaluator, search_config(cfg), selfplay_config, rng)
+        selfplay = SelfPlay(variant, evaluator, config.mcts, t.num_games, rng)
 
     def weights() -> "dict[str, np.ndarray]":
         """The weights self-play should use now, for the workers."""
@@ -267,10 +256,13 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                     history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix)))
             train_seconds = time.perf_counter() - train_start
             scalars = mean_metrics(history) if history else {}
+            now = counters["seconds"] + time.perf_counter() - start  # the run's clock, which the schedules read
+            ending = (budget and now >= budget) or (t.iterations and it >= t.iterations)
             if not t.gate:
                 evaluator.net.load_state_dict(net.state_dict())
-            elif it % t.gate_every == 0:
-                scalars.update(gate(cfg, net, evaluator, variant, rng))
+            elif due(counters.get("gated_at", 0.0), t.gate_every_minutes, now):
+                counters["gated_at"] = now
+                scalars.update(gate(config, net, evaluator, variant, rng))
 
             # 3. log
             scalars.update(
@@ -290,15 +282,13 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             )
             for i, (count, seconds) in enumerate(per_worker):
                 scalars[f"selfplay/worker_{i}_positions_per_s"] = count / max(seconds, 1e-9)
-            since_eval = counters["seconds"] - counters.get("eval_at", 0.0)
-            if opponents and (
-                (t.eval_every and it % t.eval_every == 0)
-                or (t.eval_every_minutes and since_eval >= 60 * t.eval_every_minutes)
-            ):
-                agent = MCTSAgent(evaluator, search_config(cfg, t.eval_simulations))  # temperature 0: no noise
+            eval_due = ending or due(counters.get("eval_at", 0.0), t.eval_every_minutes, now)
+            if opponents and t.eval_every_minutes and eval_due:
+                search_config = dataclasses.replace(config.mcts, num_simulations=t.eval_simulations)
+                agent = MCTSAgent(evaluator, search_config)  # temperature 0: no noise
                 results = evaluate(agent, opponents, variant, t.eval_games, rng)
                 seconds = sum(r.seconds for r in results)
-                counters["eval_at"] = counters["seconds"]
+                counters["eval_at"] = now
                 counters["eval_seconds"] = counters.get("eval_seconds", 0.0) + seconds
                 share = counters["eval_seconds"] / max(1e-9, counters["seconds"] + time.perf_counter() - start)
                 for r in results:
@@ -306,16 +296,13 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                 scalars.update({"eval/seconds": seconds, "eval/share_of_run": share})
                 tqdm.write(
                     f"eval at iteration {it}: "
-                    + ", ".join(
-                        f"vs {r.opponent} {100 * r.score:.0f}% of {r.games} (Elo {r.elo:+.0f} [{r.elo_low:+.0f}, "
-                        f"{r.elo_high:+.0f}])"
-                        for r in results
-                    )
+                    + "; ".join(f"vs {r.opponent}: {r.text}" for r in results)
                     + f"; {seconds:.0f} s, {100 * share:.0f}% of the run so far"
                 )
             for key, value in scalars.items():
                 writer.add_scalar(key, value, it)
-            if t.image_every and it % t.image_every == 0 and selfplay is not None:
+            if selfplay is not None and due(counters.get("imaged_at", 0.0), t.image_every_minutes, now):
+                counters["imaged_at"] = now
                 writer.add_image("selfplay/position", rgb_array(selfplay.state, 0), it, dataformats="HWC")
             if games:
                 game_dir = out_dir / "games"
@@ -333,13 +320,10 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             }
             bar.set_postfix(it=it, games=counters["games"], **shown)
 
-            # 4. checkpoint (atomic: temp file + rename). With a 60k replay buffer a save costs about a
-            # second, 15% of a 6-second iteration: the default config saves by time, and always at the end.
-            last = (budget and counters["seconds"] >= budget) or (t.iterations and it >= t.iterations)
-            by_time = t.checkpoint_every_minutes and (
-                counters["seconds"] >= counters.get("saved_at", 0.0) + 60 * t.checkpoint_every_minutes
-            )
-            if last or by_time or (t.checkpoint_every and it % t.checkpoint_every == 0):
+            # 4. checkpoint (atomic: temp file + rename), by time and always at the end: with a full replay
+            # buffer a save costs a good share of an iteration.
+            last = ending or (budget and counters["seconds"] >= budget)
+            if last or due(counters.get("saved_at", 0.0), t.checkpoint_every_minutes, counters["seconds"]):
                 save_start = time.perf_counter()
                 counters["saved_at"] = counters["seconds"]
                 path = checkpoint.save(
@@ -364,7 +348,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                 # Saving is part of the run's budget (the checkpoint itself cannot count its own save).
                 counters["seconds"] += time.perf_counter() - save_start
             # Snapshots for learning curves: the network alone, every keep_every_minutes of the run, all kept.
-            if t.keep_every_minutes and counters["seconds"] >= counters.get("kept_at", 0.0) + 60 * t.keep_every_minutes:
+            if due(counters.get("kept_at", 0.0), t.keep_every_minutes, counters["seconds"]):
                 counters["kept_at"] = counters["seconds"]
                 checkpoint.save(
                     out_dir / "snapshots",

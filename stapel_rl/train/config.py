@@ -1,15 +1,29 @@
-"""The training config schema (Hydra structured config). Every field is documented here.
+"""The training config schema (Hydra structured config): one dataclass per group, each the library's own.
 
-The YAML files under ``configs/`` fill these groups; a key not declared here
-is rejected by Hydra ("Key 'x' not in 'TrainConfig'").
+- ``variant``: ``VariantConfig`` (here); options in ``configs/variant/``.
+- ``model``: ``stapel_rl.models.NetworkConfig``; options ``stapel_rl.models.PRESETS``.
+- ``mcts``: ``stapel_rl.train.selfplay.SelfPlayConfig``, a ``stapel_rl.mcts.SearchConfig``
+  with self-play's move choice; options in ``configs/mcts/``.
+- ``train``: ``TrainConfig`` (here), an ``stapel_rl.train.trainer.OptimConfig`` with the
+  run's budget, replay buffer and schedules; options in ``configs/train/``.
+- ``distributed``: ``DistributedConfig`` (here); options in ``configs/distributed/``.
+
+Each field has one default, where it is declared; the YAML options set only what
+they choose differently. A key not declared is rejected by Hydra ("Key 'x' not in
+'TrainConfig'"); keys removed in 0.2.0 are named with their replacement
+(``REMOVED_KEYS``). The run's periodic work (evaluation, checkpoints, snapshots,
+gating, images) is scheduled in minutes of the run, ``0`` turning it off.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, TypeVar
 
 from hydra.core.config_store import ConfigStore
+
+from stapel_rl.models.network import PRESETS, NetworkConfig
+from stapel_rl.train.selfplay import SelfPlayConfig
+from stapel_rl.train.trainer import OptimConfig
 
 
 @dataclasses.dataclass
@@ -19,37 +33,11 @@ class VariantConfig:
 
 
 @dataclasses.dataclass
-class ModelConfig:
-    blocks: int = 6  # residual blocks
-    channels: int = 64  # convolution channels in the trunk
-    policy_channels: int = 4  # 1x1-conv channels feeding the policy head
-    value_hidden: int = 64  # hidden units of the value (and points) head
-    points_head: bool | None = None  # auxiliary head predicting the final points difference; None: on for Variant II
-    layout: str = "grid"  # input planes: "grid" (10x10 board) or "compact" (10x5, dark squares only: half the FLOPs)
-    policy_head: str = "fc"  # "fc" (linear layer to the 200 logits) or "conv" (per square and direction; NetworkConfig)
+class TrainConfig(OptimConfig):
+    """The run: its budget, self-play batch, replay buffer, schedules; the optimiser's fields are
+    ``OptimConfig``'s (``lr``, ``weight_decay``, ``warmup_steps``, ``lr_schedule``, ``total_steps``,
+    ``lr_min_factor``, ``points_weight``, ``points_scale``, ``train_precision``)."""
 
-
-@dataclasses.dataclass
-class MCTSConfig:
-    algorithm: str = "puct"  # "puct" (AlphaZero) or "gumbel" (Gumbel AlphaZero, good with few simulations)
-    num_simulations: int = 32  # simulations per decision (a move or leap with a choice) in self-play
-    c_puct: float = 1.5  # PUCT exploration constant
-    dirichlet_alpha: float = 0.3  # root Dirichlet noise concentration (PUCT)
-    dirichlet_fraction: float = 0.25  # weight of the root noise; 0 disables it
-    max_considered: int = 16  # Gumbel: actions sampled at the root
-    c_visit: float = 50.0  # Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q
-    c_scale: float = 0.1  # Gumbel: see c_visit
-    temperature_plies: int = 20  # PUCT: sample moves from visit counts for this many plies, then play the best
-    fast_simulations: int = 0  # playout-cap randomisation: simulations of fast (unrecorded) searches; 0 = off
-    full_search_prob: float = 0.25  # with fast_simulations > 0: share of decisions given the full search
-    reuse_tree: bool = True  # keep the chosen subtree for the next decision
-    skip_forced: bool = True  # play forced actions (later leaps of the only capture, an only move) unsearched
-    forced_rounds: int | None = 2  # with skip_forced: forced actions a search node plays on through at most
-    # (the batch's longest forced run costs every expansion a batched engine step per action; null: no cap)
-
-
-@dataclasses.dataclass
-class TrainConfig:
     hours: float = 1.0  # wall-clock budget of the run (0 = no limit)
     iterations: int = 0  # stop after this many iterations (0 = no limit)
     num_games: int = 128  # self-play games played at once (the network's batch)
@@ -62,32 +50,24 @@ class TrainConfig:
     min_replay: int = 2048  # positions needed before the first gradient step
     batch_size: int = 256  # positions per gradient step
     sample_ratio: float = 2.0  # training samples drawn per new self-play position
-    lr: float = 2e-3  # peak AdamW learning rate
-    weight_decay: float = 1e-4  # AdamW weight decay
-    warmup_steps: int = 100  # linear learning-rate warm-up, in gradient steps
-    lr_schedule: str = "cosine"  # "cosine" or "constant"
-    total_steps: int = 10000  # gradient steps the cosine schedule spans
-    train_precision: str = "fp32"  # gradient steps: fp32, bf16 (autocast forward, fp32 weights), auto (bf16 if native)
-    points_weight: float = 0.25  # weight of the auxiliary points loss (models with points_head)
-    value_mix: float = 0.0  # value target: (1 - value_mix) * game result + value_mix * the search's value
+    value_mix: float = 0.5  # value target: (1 - value_mix) * game result + value_mix * the search's value
     # (SearchOutput.search_value: Gumbel's improved policy's expected Q, PUCT's root mean)
-    eval_every: int = 0  # iterations between evaluations (0 = only by eval_every_minutes)
-    eval_every_minutes: float = 10.0  # minutes of the run between evaluations (0 = only by eval_every)
+    eval_every_minutes: float = 10.0  # minutes of the run between evaluations, and one at its end (0 = none)
     eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs
     eval_games: int = 16  # games per opponent: colour-swapped pairs from random openings
     eval_simulations: int = 16  # simulations of the evaluated MCTS agent (no noise)
-    checkpoint_every: int = 1  # iterations between checkpoints (0 = only by checkpoint_every_minutes)
-    checkpoint_every_minutes: float = 0.0  # also save when this many minutes of the run passed (0 = off)
+    checkpoint_every_minutes: float = 2.0  # minutes of the run between checkpoints (0: only the last one, which
+    # every run writes); a save with a full replay buffer takes a second or so
     keep_checkpoints: int = 2  # newest checkpoints kept on disk
     keep_every_minutes: float = 5.0  # also keep the network alone in snapshots/ every this many minutes (0 = never)
     gate: bool = False  # self-play keeps the best network; a new one replaces it only after an SPRT accepts it
-    gate_every: int = 5  # iterations between gating tests (with gate)
+    gate_every_minutes: float = 0.5  # minutes of the run between gating tests (with gate)
     gate_elo1: float = 20.0  # SPRT H1: the candidate is at least this much stronger (H0: not stronger)
     gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: keep the old one)
     gate_simulations: int = 8  # simulations of both agents in gating games
-    image_every: int = 10  # iterations between self-play position images in TensorBoard (0 = never)
+    image_every_minutes: float = 1.0  # minutes of the run between self-play position images in TensorBoard
     threads: int = 0  # torch threads of this process (0 = torch's default; 1 with selfplay_workers)
-    selfplay_workers: int = 0  # 0: self-play in this process; N: N worker processes play while this one trains
+    selfplay_workers: int = 2  # 0: self-play in this process; N: N worker processes play while this one trains
     inference_precision: str = "auto"  # self-play/evaluation network: fp32, bf16, fp16, auto (CPU: bf16 where
     # native, else fp32; CUDA: bf16 or fp16)
 
@@ -108,8 +88,8 @@ class DistributedConfig:
 @dataclasses.dataclass
 class Config:
     variant: VariantConfig = dataclasses.field(default_factory=VariantConfig)
-    model: ModelConfig = dataclasses.field(default_factory=ModelConfig)
-    mcts: MCTSConfig = dataclasses.field(default_factory=MCTSConfig)
+    model: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
+    mcts: SelfPlayConfig = dataclasses.field(default_factory=SelfPlayConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
     distributed: DistributedConfig = dataclasses.field(default_factory=DistributedConfig)
     seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
@@ -122,25 +102,29 @@ def register() -> None:
     store = ConfigStore.instance()
     store.store(name="schema", node=Config)
     store.store(group="variant", name="schema", node=VariantConfig)
-    store.store(group="model", name="schema", node=ModelConfig)
-    store.store(group="mcts", name="schema", node=MCTSConfig)
+    store.store(group="model", name="schema", node=NetworkConfig)
+    for name, preset in PRESETS.items():
+        store.store(group="model", name=name, node=preset)
+    store.store(group="mcts", name="schema", node=SelfPlayConfig)
     store.store(group="train", name="schema", node=TrainConfig)
     store.store(group="distributed", name="schema", node=DistributedConfig)
 
 
-T = TypeVar("T")
+#: Keys of the ``train`` group removed in 0.2.0, and what replaces each (the schedules went to minutes).
+REMOVED_KEYS = {
+    "train.eval_every": "train.eval_every_minutes",
+    "train.checkpoint_every": "train.checkpoint_every_minutes",
+    "train.gate_every": "train.gate_every_minutes",
+    "train.image_every": "train.image_every_minutes",
+}
 
 
-def from_fields(cls: "type[T]", *nodes: Any, **overrides: Any) -> T:
-    """A ``cls`` dataclass from the same-named fields of config ``nodes`` (later nodes win), then ``overrides``.
-
-    The training schema's groups name their fields as the library's settings do
-    (``SearchConfig``, ``SelfPlayConfig``, ``OptimConfig``), so one call replaces a
-    hand-written copy of each field; a field none of them names keeps the class's default.
-    """
-    names = {f.name for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    values: "dict[str, Any]" = {}
-    for node in nodes:
-        values.update({name: node[name] for name in names if name in node})
-    values.update(overrides)
-    return cls(**values)
+def check_overrides(overrides: "list[str]") -> None:
+    """Raise ``ValueError`` naming the replacement of any removed key among command-line ``overrides``."""
+    for text in overrides:
+        key = text.split("=", 1)[0].lstrip("+~")
+        if key in REMOVED_KEYS:
+            raise ValueError(
+                f"{key} was removed in 0.2.0: the run's schedules are in minutes, use {REMOVED_KEYS[key]} "
+                "(a tiny value such as 1e-6 acts every iteration; 0 turns it off)"
+            )

@@ -4,7 +4,9 @@ Random and greedy play are beaten within minutes, so a curve against them
 stops moving early; the default opponents are ``greedy`` and ``alphabeta:2``,
 which a one-hour agent does not yet beat reliably. Games are colour-swapped
 pairs from random openings (both sides of each opening), and each score is
-turned into an Elo difference to that opponent with a 95% interval.
+turned into an Elo difference to that opponent with a 95% interval (finite
+at a perfect score, for TensorBoard's curves); the printed line is
+``stapel-match``'s, with the pentanomial interval.
 """
 
 from __future__ import annotations
@@ -27,8 +29,9 @@ class EvalResult:
     opponent: the opponent's agent spec.
     score: mean score of the network's agent in [0, 1] (draws half).
     games: games played.
-    elo, elo_low, elo_high: Elo difference to the opponent and its 95% interval.
+    elo, elo_low, elo_high: Elo difference to the opponent and its 95% interval (``elo_difference``).
     seconds: wall time of the match.
+    text: the result as ``MatchResult.summary`` writes it.
     """
 
     opponent: str
@@ -38,6 +41,7 @@ class EvalResult:
     elo_low: float
     elo_high: float
     seconds: float
+    text: str = ""
 
     def scalars(self) -> "dict[str, float]":
         """TensorBoard scalars ``eval/score_vs_<opponent>``, ``eval/elo_vs_<opponent>`` (+ interval)."""
@@ -81,6 +85,8 @@ def evaluate(
         start = time.perf_counter()
         openings, colour = paired_openings(variant, pairs, opening_plies, rng)
         match = play_match(agent, opponent, variant, 2 * pairs, rng, start=openings, agent_colour=colour)
+        pair = np.arange(2 * pairs) % pairs  # paired_openings: game k and game k + pairs
         elo, low, high = elo_difference(match.score, 2 * pairs)
-        results.append(EvalResult(spec, match.score, 2 * pairs, elo, low, high, time.perf_counter() - start))
+        seconds = time.perf_counter() - start
+        results.append(EvalResult(spec, match.score, 2 * pairs, elo, low, high, seconds, match.summary(pair)))
     return results

@@ -23,20 +23,21 @@ from stapel_rl.models.evaluator import Evaluator
 from stapel_rl.train.replay import FIELDS, STATE_FIELDS, Positions
 
 
-@dataclasses.dataclass(frozen=True)
-class SelfPlayConfig:
-    """Attributes:
-    num_games: games played at once (the batch every network call sees).
+@dataclasses.dataclass
+class SelfPlayConfig(SearchConfig):
+    """The search self-play runs (``SearchConfig``'s fields) and how its moves are chosen and recorded:
+    the ``mcts`` group of the training config.
+
+    Attributes (besides ``SearchConfig``'s):
     temperature_plies: PUCT: moves are sampled from visit counts (T = 1) for
         this many plies of each game, then the most visited move is played.
     fast_simulations: playout-cap randomisation (KataGo): when > 0, a share
         ``1 - full_search_prob`` of decisions use this many simulations and are
-        not used as policy targets.
-    full_search_prob: probability that a decision gets the full search.
+        not used as policy targets; 0 turns it off.
+    full_search_prob: with ``fast_simulations``: probability that a decision gets the full search.
     reuse_tree: keep the chosen subtree between decisions.
     """
 
-    num_games: int = 64
     temperature_plies: int = 20
     fast_simulations: int = 0
     full_search_prob: float = 0.25
@@ -66,25 +67,20 @@ class SelfPlay:
         self,
         variant,
         evaluator: Evaluator,
-        search_config: SearchConfig,
         config: SelfPlayConfig,
+        num_games: int,
         rng: np.random.Generator,
     ):
-        self.variant, self.evaluator, self.search_config, self.config, self.rng = (
-            variant,
-            evaluator,
-            search_config,
-            config,
-            rng,
-        )
-        self.state = engine.init(variant, config.num_games)
+        """``num_games`` games are played at once: the batch every network call sees."""
+        self.variant, self.evaluator, self.config, self.rng = variant, evaluator, config, rng
+        self.state = engine.init(variant, num_games)
         # Two sets of tree arrays used in turn: the kept subtree is copied from one into the other.
-        self.capacity = 2 * (search_config.num_simulations + 1)
+        self.capacity = 2 * (config.num_simulations + 1)
         self.tree = allocate(self.state, self.capacity)
         self.spare: "Tree | None" = None
-        self.serial = np.arange(config.num_games)  # serial number of the game in each slot
-        self.next_serial = config.num_games
-        self.recorded = np.zeros(config.num_games, np.int64)  # positions recorded so far by each slot's game
+        self.serial = np.arange(num_games)  # serial number of the game in each slot
+        self.next_serial = num_games
+        self.recorded = np.zeros(num_games, np.int64)  # positions recorded so far by each slot's game
         self.pending: "list[dict[str, np.ndarray]]" = []  # per full search: rows of the live games
         self.moves: "list[tuple[np.ndarray, np.ndarray]]" = []  # per decision: (serials, board actions)
         self.outcomes: "dict[int, tuple[int, float, int]]" = {}  # serial -> (result, W-B points, plies)
@@ -120,11 +116,9 @@ class SelfPlay:
         """
         cfg, state = self.config, self.state
         full = cfg.fast_simulations <= 0 or self.rng.random() < cfg.full_search_prob
-        sims = (simulations or self.search_config.num_simulations) if full else cfg.fast_simulations
+        sims = (simulations or cfg.num_simulations) if full else cfg.fast_simulations
         search_config = dataclasses.replace(
-            self.search_config,
-            num_simulations=sims,
-            dirichlet_fraction=self.search_config.dirichlet_fraction if full else 0.0,
+            cfg, num_simulations=sims, dirichlet_fraction=cfg.dirichlet_fraction if full else 0.0
         )
         out = search(state, self.evaluator, search_config, self.rng, tree=self.tree)
         action = out.action
@@ -163,7 +157,7 @@ class SelfPlay:
             action,
             restarted,
             self.capacity,
-            self.search_config.num_simulations + 1,
+            cfg.num_simulations + 1,
             fresh=fresh,
             out=self.spare,
         )

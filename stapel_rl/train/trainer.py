@@ -13,9 +13,11 @@ from stapel_rl.models.network import PolicyValueNet, masked_log_softmax
 from stapel_rl.train.replay import TrainingBatch
 
 
-@dataclasses.dataclass(frozen=True)
+@dataclasses.dataclass
 class OptimConfig:
-    """Attributes:
+    """The optimiser's settings (the training config's ``train`` group holds them through ``TrainConfig``).
+
+    Attributes:
     lr: peak learning rate (AdamW).
     weight_decay: AdamW weight decay.
     warmup_steps: linear warm-up from 0 to ``lr``.
@@ -24,7 +26,7 @@ class OptimConfig:
     lr_min_factor: final learning rate as a fraction of ``lr``.
     points_weight: weight of the auxiliary points loss (Variant II).
     points_scale: the points difference is divided by this before the loss.
-    precision: "fp32", or "bf16" (the forward pass under bf16 autocast: weights,
+    train_precision: "fp32", or "bf16" (the forward pass under bf16 autocast: weights,
         gradients and the optimizer stay fp32), or "auto" (bf16 where the device
         computes it natively).
     """
@@ -37,7 +39,7 @@ class OptimConfig:
     lr_min_factor: float = 0.1
     points_weight: float = 0.25
     points_scale: float = 10.0
-    precision: str = "fp32"
+    train_precision: str = "fp32"
 
 
 def lr_factor(step: int, config: OptimConfig) -> float:
@@ -70,7 +72,7 @@ class Trainer:
         self.optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, lambda s: lr_factor(s, config))
         self.steps = 0
-        self.precision = training_precision(config.precision, device)
+        self.precision = training_precision(config.train_precision, device)
 
     def step(self, batch: TrainingBatch) -> "dict[str, float]":
         """One gradient step; returns the losses and diagnostics of the batch."""

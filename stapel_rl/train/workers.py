@@ -26,7 +26,6 @@ import torch
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
-from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
 from stapel_rl.train.replay import Positions
 from stapel_rl.train.selfplay import GameRecord, SelfPlay, SelfPlayConfig
@@ -40,7 +39,7 @@ class WorkerSpec:
         variant: variant name; ``ply_cap`` its ply cap.
         model_config: ``NetworkConfig`` fields of the network.
         precision: inference precision ("auto", "bf16", "fp32").
-        search: the search configuration; ``selfplay`` the self-play one.
+        selfplay: the self-play search settings; ``num_games`` the games it plays at once.
         seed: entropy of the worker's random stream (run seed, worker index, first iteration).
         device: where the worker runs its network ("cuda" when the run trains on a GPU).
     """
@@ -49,8 +48,8 @@ class WorkerSpec:
     ply_cap: int
     model_config: dict
     precision: str
-    search: SearchConfig
     selfplay: SelfPlayConfig
+    num_games: int
     seed: "tuple[int, ...]"
     device: str = "cpu"
 
@@ -95,7 +94,7 @@ class WorkerPlay:
         self.evaluator = NetworkEvaluator(self.net, device=spec.device, precision=spec.precision)
         variant = get_variant(spec.variant).with_ply_cap(spec.ply_cap)
         rng = np.random.default_rng(list(spec.seed))
-        self.selfplay = SelfPlay(variant, self.evaluator, spec.search, spec.selfplay, rng)
+        self.selfplay = SelfPlay(variant, self.evaluator, spec.selfplay, spec.num_games, rng)
         self.selfplay.actor = index
 
     def play(self, weights: "dict[str, np.ndarray]", version: int, count: int, simulations: int = 0) -> tuple:

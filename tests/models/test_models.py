@@ -15,7 +15,6 @@ from stapel_rl.models import (
     NetworkEvaluator,
     PolicyValueNet,
     masked_log_softmax,
-    masked_softmax,
 )
 
 TINY = PRESETS["tiny"]
@@ -79,6 +78,11 @@ def test_value_in_range_even_for_extreme_inputs():
 
 
 # --- masked softmax --------------------------------------------------------------------
+
+
+def masked_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """The probabilities of ``masked_log_softmax``: exactly 0 where illegal."""
+    return torch.where(mask, masked_log_softmax(logits, mask).exp(), 0.0)
 
 
 def test_masked_softmax_matches_softmax_on_legal_entries():

@@ -23,8 +23,8 @@ TINY = [
     "train=tiny",
     "mcts.num_simulations=4",
     "train.threads=1",
-    "train.eval_every=0",
-    "train.image_every=0",
+    "train.eval_every_minutes=0",
+    "train.image_every_minutes=0",
     "distributed=ray",
     "distributed.actors=2",
 ]

@@ -5,7 +5,6 @@ import pytest
 
 from stapel_rl.env import engine, get_variant
 from stapel_rl.env.geometry import ROTATE_ACTION
-from stapel_rl.mcts import SearchConfig
 from stapel_rl.mcts.tree import read_states
 from stapel_rl.models import UniformEvaluator
 from stapel_rl.train.replay import STATE_FIELDS
@@ -33,8 +32,8 @@ def row_key(fields: dict, i: int) -> bytes:
 @pytest.mark.parametrize("variant_name", ["I", "II"])
 def test_recorded_positions_are_the_finished_games_with_their_results(variant_name, forced_rounds):
     variant = get_variant(variant_name).with_ply_cap(150)  # games of about 100 full moves, most decided
-    search = SearchConfig(4, "gumbel", forced_rounds=forced_rounds)
-    selfplay = SelfPlay(variant, UniformEvaluator(), search, SelfPlayConfig(num_games=6), np.random.default_rng(1))
+    search = SelfPlayConfig(4, "gumbel", forced_rounds=forced_rounds)
+    selfplay = SelfPlay(variant, UniformEvaluator(), search, 6, np.random.default_rng(1))
     positions = selfplay.play(300)
     games = selfplay.take_finished_games()
     assert len(positions) >= 300 and len(games) >= 3
@@ -72,8 +71,8 @@ def test_the_kept_subtree_root_is_the_position_played(forced_rounds):
     selfplay = SelfPlay(
         get_variant("I"),
         UniformEvaluator(),
-        SearchConfig(8, "gumbel", forced_rounds=forced_rounds),
-        SelfPlayConfig(num_games=16),
+        SelfPlayConfig(8, "gumbel", forced_rounds=forced_rounds),
+        16,
         np.random.default_rng(3),
     )
     kept = 0
@@ -90,9 +89,7 @@ def test_the_kept_subtree_root_is_the_position_played(forced_rounds):
 
 def test_unfinished_games_stay_pending_and_arrive_later():
     variant = get_variant("I").with_ply_cap(30)
-    selfplay = SelfPlay(
-        variant, UniformEvaluator(), SearchConfig(2, "gumbel"), SelfPlayConfig(num_games=4), np.random.default_rng(2)
-    )
+    selfplay = SelfPlay(variant, UniformEvaluator(), SelfPlayConfig(2, "gumbel"), 4, np.random.default_rng(2))
     first = selfplay.play(1)
     games = selfplay.take_finished_games()
     pending = sum(len(p["serial"]) for p in selfplay.pending)
@@ -112,8 +109,8 @@ def test_value_target_mixes_result_and_root_value_and_old_buffers_load():
     selfplay = SelfPlay(
         variant.with_ply_cap(150),
         UniformEvaluator(),
-        SearchConfig(4, "gumbel"),
-        SelfPlayConfig(num_games=4),
+        SelfPlayConfig(4, "gumbel"),
+        4,
         np.random.default_rng(3),
     )
     positions = selfplay.play(50)

@@ -10,6 +10,7 @@ import time
 import numpy as np
 import pytest
 
+import stapel_rl
 from stapel_rl.models import checkpoint
 
 TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
@@ -32,7 +33,7 @@ def test_one_iteration_end_to_end(tmp_path, variant):
     (ckpt,) = checkpoint.list_checkpoints(run / "checkpoints")
     state = checkpoint.load(ckpt)
     assert state["step"] == 1 and state["counters"]["iteration"] == 1
-    assert state["config"]["variant"]["name"] == variant and state["code_version"].startswith("0.1.0")
+    assert state["config"]["variant"]["name"] == variant and state["code_version"].startswith(stapel_rl.__version__)
     assert state["trainer"]["steps"] >= 1
     assert list((run / "tb").glob("events.out.tfevents.*"))
     assert (run / ".hydra" / "config.yaml").is_file()
@@ -50,7 +51,8 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
         f"hydra.run.dir={run}",
         *TINY,
         "train.iterations=0",
-        "train.eval_every=0",
+        "train.eval_every_minutes=0",
+        "train.checkpoint_every_minutes=1e-6",  # every iteration
     ]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
@@ -67,7 +69,7 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
         buffer_size = len(replay["value"])
     assert iteration >= 2
 
-    done = run_train(run, f"train.iterations={iteration + 1}", "train.eval_every=0")
+    done = run_train(run, f"train.iterations={iteration + 1}", "train.eval_every_minutes=0")
     assert done.returncode == 0, done.stderr[-3000:]
     assert f"resumed from {newest}: iteration {iteration}, {steps} gradient steps, {buffer_size} positions" in (
         done.stdout + done.stderr
@@ -101,8 +103,7 @@ def test_checkpoints_by_time_still_save_the_last_iteration(tmp_path):
     done = run_train(
         tmp_path / "run",
         "train.iterations=3",
-        "train.eval_every=0",
-        "train.checkpoint_every=0",
+        "train.eval_every_minutes=0",
         "train.checkpoint_every_minutes=60",
     )
     assert done.returncode == 0, done.stderr[-3000:]
@@ -117,10 +118,20 @@ def test_unknown_config_key_fails_with_hydra_error(tmp_path):
     assert "no_such_key" in done.stderr and "not in" in done.stderr
 
 
+def test_a_removed_config_key_names_its_replacement(tmp_path):
+    done = run_train(tmp_path / "run", "train.eval_every=5", timeout=60)
+    assert done.returncode != 0 and not (tmp_path / "run").exists()
+    assert "train.eval_every was removed in 0.2.0" in done.stderr and "use train.eval_every_minutes" in done.stderr
+
+
 @pytest.mark.slow
 def test_gated_run_records_the_sprt(tmp_path):
     done = run_train(
-        tmp_path / "run", "train.gate=true", "train.gate_every=1", "train.gate_max_pairs=4", "train.gate_simulations=2"
+        tmp_path / "run",
+        "train.gate=true",
+        "train.gate_every_minutes=1e-6",
+        "train.gate_max_pairs=4",
+        "train.gate_simulations=2",
     )
     assert done.returncode == 0, done.stderr[-3000:]
     from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
@@ -141,7 +152,7 @@ def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
         run,
         "train.iterations=2",
         "train.keep_every_minutes=1e-6",
-        "train.eval_every=2",
+        "train.eval_every_minutes=60",  # an hour between evaluations: only the run's end has one
         "train.eval_opponents=[random,alphabeta:1]",
         "train.eval_games=2",
         "variant.ply_cap=40",
@@ -159,7 +170,7 @@ def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
     for name in ("random", "alphabeta_1"):
         assert {f"eval/score_vs_{name}", f"eval/elo_vs_{name}", f"eval/elo_vs_{name}_low"} <= tags
     assert {"eval/seconds", "eval/share_of_run"} <= tags
-    assert [e.step for e in events.Scalars("eval/score_vs_random")] == [2]  # eval_every=2: not at 1
+    assert [e.step for e in events.Scalars("eval/score_vs_random")] == [2]  # the last iteration's, not the first's
 
 
 def test_unknown_evaluation_opponent_is_a_clear_error(tmp_path):
@@ -171,12 +182,12 @@ def test_unknown_evaluation_opponent_is_a_clear_error(tmp_path):
 @pytest.mark.slow
 def test_selfplay_workers_feed_the_learner_and_a_resumed_run_continues(tmp_path):
     run = tmp_path / "run"
-    done = run_train(run, "train.iterations=2", "train.selfplay_workers=2", "train.eval_every=0")
+    done = run_train(run, "train.iterations=2", "train.selfplay_workers=2", "train.eval_every_minutes=0")
     assert done.returncode == 0, done.stderr[-3000:]
     first = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
     assert first["counters"]["iteration"] == 2 and first["counters"]["positions"] >= 2 * 64
     assert first["trainer"]["steps"] >= 1
-    done = run_train(run, "train.iterations=3", "train.selfplay_workers=2", "train.eval_every=0")
+    done = run_train(run, "train.iterations=3", "train.selfplay_workers=2", "train.eval_every_minutes=0")
     assert done.returncode == 0, done.stderr[-3000:]
     assert "resumed from" in done.stdout + done.stderr
     final = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])

@@ -43,7 +43,7 @@ def test_bf16_training_follows_fp32_and_keeps_fp32_weights():
     for precision in ("fp32", "bf16"):
         torch.manual_seed(0)
         net = PolicyValueNet(PRESETS["tiny"])
-        trainer = Trainer(net, OptimConfig(lr=1e-2, warmup_steps=1, precision=precision), torch.device("cpu"))
+        trainer = Trainer(net, OptimConfig(lr=1e-2, warmup_steps=1, train_precision=precision), torch.device("cpu"))
         losses[precision] = [trainer.step(batch)["loss/total"] for _ in range(20)]
         assert all(p.dtype == torch.float32 for p in net.parameters())
     for precision, curve in losses.items():

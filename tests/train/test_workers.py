@@ -7,7 +7,6 @@ import pytest
 from test_selfplay import replay_game
 
 from stapel_rl.env import get_variant
-from stapel_rl.mcts import SearchConfig
 from stapel_rl.models import PRESETS, PolicyValueNet
 from stapel_rl.train.replay import FIELDS
 from stapel_rl.train.selfplay import SelfPlayConfig
@@ -22,8 +21,8 @@ def spec(index: int, **changes) -> WorkerSpec:
         60,
         dataclasses.asdict(CONFIG),
         "fp32",
-        SearchConfig(2, "gumbel"),
-        SelfPlayConfig(num_games=4),
+        SelfPlayConfig(2, "gumbel"),
+        4,
         (0, index, 0),
     )
     return dataclasses.replace(base, **changes)

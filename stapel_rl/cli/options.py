@@ -1,0 +1,34 @@
+"""The options every command that plays matches shares: ``stapel-match``, ``stapel-tournament``, ``stapel-sprt``."""
+
+from __future__ import annotations
+
+import argparse
+
+from stapel_rl.eval.openings import SOURCES
+
+
+def add_match_options(parser: argparse.ArgumentParser, *, time: bool = True) -> None:
+    """Add ``--variant``, ``--openings``, ``--opening-plies``, ``--seed`` and (``time``) ``--time``."""
+    parser.add_argument("--variant", default="I", help="I or II (default I)")
+    parser.add_argument(
+        "--openings", default="suite", choices=SOURCES, help="the variant's opening suite (default) or random openings"
+    )
+    parser.add_argument(
+        "--opening-plies", type=int, default=4, help="with --openings random: random actions that make each opening"
+    )
+    if time:
+        parser.add_argument(
+            "--time",
+            type=float,
+            default=None,
+            metavar="SECONDS",
+            help="equal time: each side's budget per move (agents that search by time)",
+        )
+    parser.add_argument("--seed", type=int, default=0, help="seeds the openings and the agents (default 0)")
+
+
+def check_match_options(args: argparse.Namespace) -> None:
+    """Raise ``ValueError`` for a ``--time`` that is not a positive number of seconds."""
+    seconds = getattr(args, "time", None)
+    if seconds is not None and not seconds > 0:
+        raise ValueError(f"--time must be a positive number of seconds, got {seconds:g}")

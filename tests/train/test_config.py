@@ -1,0 +1,68 @@
+"""The training config: the groups are the library's dataclasses, each default declared once."""
+
+import dataclasses
+
+import pytest
+import yaml
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+
+from stapel_rl import bundled
+from stapel_rl.models import PRESETS, NetworkConfig
+from stapel_rl.train.app import CONFIG_DIR  # registers the schema
+from stapel_rl.train.config import Config, DistributedConfig, TrainConfig, VariantConfig, check_overrides
+from stapel_rl.train.selfplay import SelfPlayConfig
+from stapel_rl.train.trainer import OptimConfig
+
+SCHEMAS = {
+    "variant": VariantConfig,
+    "model": NetworkConfig,
+    "mcts": SelfPlayConfig,
+    "train": TrainConfig,
+    "distributed": DistributedConfig,
+}
+
+#: The field each group's options are named for.
+IDENTITY = {"variant": "name", "mcts": "algorithm", "distributed": "backend"}
+
+
+def composed(*overrides: str) -> Config:
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        return OmegaConf.to_object(compose(config_name="config", overrides=list(overrides)))
+
+
+def test_the_composed_config_is_made_of_the_library_dataclasses():
+    config = composed()
+    assert type(config.model) is NetworkConfig and config.model == PRESETS["small"]
+    assert type(config.mcts) is SelfPlayConfig and (config.mcts.algorithm, config.mcts.num_simulations) == (
+        "gumbel",
+        16,
+    )
+    assert isinstance(config.train, OptimConfig) and config.train.total_steps == 28000
+    assert config.train.train_precision == "auto" and config.train.selfplay_workers == 2
+
+
+@pytest.mark.parametrize("name", sorted(PRESETS))
+def test_model_options_are_the_presets(name):
+    assert composed(f"model={name}").model == PRESETS[name]
+
+
+def test_option_files_set_only_what_differs_from_the_declared_defaults():
+    files = sorted((bundled.CONFIG_DIR).glob("*/*.yaml"))
+    assert {f.parent.name for f in files} == set(SCHEMAS) - {"model"}  # model options are PRESETS
+    for path in files:
+        defaults = {f.name: f.default for f in dataclasses.fields(SCHEMAS[path.parent.name])}
+        values = yaml.safe_load(path.read_text())
+        assert values.pop("defaults") == ["schema"], path
+        for key, value in values.items():
+            assert key in defaults, f"{path}: {key} is not a field"
+            if key != IDENTITY.get(path.parent.name):  # the key an option is named for may state it
+                assert value != defaults[key], f"{path}: {key}: {value!r} restates the default"
+
+
+def test_a_removed_key_names_its_replacement():
+    check_overrides(["train.eval_every_minutes=5", "model=tiny"])
+    with pytest.raises(ValueError, match=r"train.eval_every was removed in 0.2.0.*use train.eval_every_minutes"):
+        check_overrides(["model=tiny", "train.eval_every=5"])
+    with pytest.raises(ValueError, match="train.checkpoint_every_minutes"):
+        check_overrides(["+train.checkpoint_every=1"])
