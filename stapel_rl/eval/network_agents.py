@@ -148,9 +148,9 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     search_defaults = checkpoint.get("config", {}).get("mcts", {})
     config = SearchConfig(
         # By time, sims (if given) is a limit: whichever comes first.
-        num_simulations=sims or (64 if seconds is None else UNLIMITED),
-        algorithm=options.get("algorithm", search_defaults.get("algorithm", "puct")),
-        c_puct=float(search_defaults.get("c_puct", 1.5)),
+        num_simulations=sims or (SearchConfig.num_simulations if seconds is None else UNLIMITED),
+        algorithm=options.get("algorithm", search_defaults.get("algorithm", SearchConfig.algorithm)),
+        c_puct=float(search_defaults.get("c_puct", SearchConfig.c_puct)),
         # skip: forced actions get no node of their own (SearchConfig.skip_forced); search: one node per leap.
         skip_forced=options.get("forced", "skip") == "skip",
     )
