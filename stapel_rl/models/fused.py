@@ -9,13 +9,10 @@ product units (AVX512-BF16, AMX) at two to several times the fp32 rate, and
 keeps fp32's exponent range, so no calibration is needed (unlike int8).
 
 ``precision`` names the format: "fp32", "bf16", "fp16", "onnx" (fp32 as one
-fused ONNX Runtime graph, CPU only: ``onnx_runtime``), or "auto". On a CPU
-"auto" is bf16 where it has AMX (bf16 matrix tiles), else "onnx" where the
-optional ``fast`` extra is installed, else bf16 where it computes bf16
-natively (AVX512-BF16), else fp32: the order the measurements in
-docs/benchmarks.md found fastest (the fused fp32 graph beat native AVX512-BF16
-dot products on a Zen 4; it has not been measured against AMX). On a CUDA
-device "auto" is always half precision (bf16 from compute capability 8, else
+fused ONNX Runtime graph, CPU only: ``onnx_runtime``), or "auto": on a CPU
+bf16 where it computes it natively, else "onnx" where the optional ``fast``
+extra is installed, else fp32 (the order measured fastest: docs/benchmarks.md);
+on a CUDA device always half precision (bf16 from compute capability 8, else
 fp16), which runs on its tensor cores.
 """
 
@@ -68,19 +65,10 @@ def bf16_native(device: torch.device) -> bool:
     return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
 
 
-def amx_native() -> bool:
-    """Whether this CPU runs bf16 convolutions on AMX tiles (and oneDNN is not held below them)."""
-    held = onednn_max_isa()
-    if held is not None and "AMX" not in held and held not in ("ALL", "DEFAULT"):
-        return False
-    return bf16_native(torch.device("cpu")) and bool(torch.cpu._is_amx_tile_supported())
-
-
 def cpu_isa() -> str:
     """The instruction set this process computes with, as the benchmarks name it: torch's kernels' level,
     ``+bf16`` where bf16 is native, and oneDNN's hold if any (e.g. "AVX512+bf16", "AVX2 (oneDNN AVX2)")."""
-    bf16 = "+amx" if amx_native() else "+bf16" if bf16_native(torch.device("cpu")) else ""
-    isa = torch.backends.cpu.get_cpu_capability() + bf16
+    isa = torch.backends.cpu.get_cpu_capability() + ("+bf16" if bf16_native(torch.device("cpu")) else "")
     held = onednn_max_isa()
     return f"{isa} (oneDNN {held})" if held else isa
 
@@ -102,22 +90,19 @@ def onnx_available() -> bool:
 
 
 def resolve_precision(precision: str, device: torch.device, onnx: bool = True) -> str:
-    """``"auto"`` -> on CUDA bf16 where native, else fp16; on a CPU bf16 with AMX, else "onnx" where
-    ``onnx`` (the network can be exported) and ``onnx_available()``, else bf16 where native, else fp32.
-    The others are checked and returned."""
+    """``"auto"`` -> bf16 where native on ``device``; else on CUDA fp16, on a CPU "onnx" where ``onnx``
+    (the network can be exported) and ``onnx_available()``, else fp32. The others are checked and returned."""
     if precision not in PRECISIONS:
         raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
     if precision == "onnx" and device.type != "cpu":
         raise ValueError(f"precision 'onnx' runs on the CPU only, not on {device}")
     if precision != "auto":
         return precision
-    if device.type == "cuda":
-        return "bf16" if bf16_native(device) else "fp16"
-    if device.type == "cpu" and amx_native():
+    if bf16_native(device):
         return "bf16"
-    if device.type == "cpu" and onnx and onnx_available():
-        return "onnx"
-    return "bf16" if bf16_native(device) else "fp32"
+    if device.type == "cuda":
+        return "fp16"
+    return "onnx" if device.type == "cpu" and onnx and onnx_available() else "fp32"
 
 
 def fold_batch_norm(conv: nn.Conv2d, bn: nn.BatchNorm2d) -> nn.Conv2d:

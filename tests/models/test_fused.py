@@ -116,7 +116,6 @@ def test_precision_choice(monkeypatch):
     cpu = torch.device("cpu")
     # The torch paths' choice (the ONNX Runtime path's is in test_onnx_runtime.py).
     monkeypatch.setattr(fused, "onnx_available", lambda: False)
-    monkeypatch.setattr(fused, "amx_native", lambda: False)
     monkeypatch.setattr(fused, "bf16_native", lambda device: True)
     assert fused.resolve_precision("auto", cpu) == "bf16"
     monkeypatch.setattr(fused, "bf16_native", lambda device: False)

@@ -117,21 +117,20 @@ def test_onnx_follows_weight_changes_without_tracing_again(positions):
 
 
 def test_auto_choice(monkeypatch):
-    """AMX: bf16; else the fused graph where installed; else bf16 where native; else fp32 (today's choice)."""
+    """bf16 where native; else the fused graph where installed; else fp32 (the choice before it)."""
     cases = [
-        # (amx, bf16 native, onnx installed) -> auto
-        ((True, True, True), "bf16"),
-        ((True, True, False), "bf16"),
-        ((False, True, True), "onnx"),
-        ((False, True, False), "bf16"),
-        ((False, False, True), "onnx"),
-        ((False, False, False), "fp32"),
+        # (bf16 native, onnx installed) -> auto
+        ((True, True), "bf16"),
+        ((True, False), "bf16"),
+        ((False, True), "onnx"),
+        ((False, False), "fp32"),
     ]
-    for (amx, native, installed), expected in cases:
-        monkeypatch.setattr(fused, "amx_native", lambda amx=amx: amx)
+    for (native, installed), expected in cases:
         monkeypatch.setattr(fused, "bf16_native", lambda device, native=native: native)
         monkeypatch.setattr(fused, "onnx_available", lambda installed=installed: installed)
-        assert fused.resolve_precision("auto", CPU) == expected, (amx, native, installed)
+        assert fused.resolve_precision("auto", CPU) == expected, (native, installed)
+    monkeypatch.setattr(fused, "onnx_available", lambda: True)
+    assert fused.resolve_precision("auto", CPU, onnx=False) == "fp32"  # a network that cannot be exported
     assert fused.resolve_precision("onnx", CPU) == "onnx"
     with pytest.raises(ValueError, match="CPU only"):
         fused.resolve_precision("onnx", torch.device("cuda"))
@@ -140,7 +139,6 @@ def test_auto_choice(monkeypatch):
 def test_auto_falls_back_without_the_package(monkeypatch, positions):
     """Without onnxruntime (an import that fails), auto is today's torch path and evaluates."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now raises ImportError
-    monkeypatch.setattr(fused, "amx_native", lambda: False)
     monkeypatch.setattr(fused, "bf16_native", lambda device: False)
     assert not fused.onnx_available()
     evaluator = NetworkEvaluator(trained("grid"), "cpu", precision="auto")
@@ -156,9 +154,7 @@ def test_bf16_native_honours_an_older_instruction_set(monkeypatch):
     assert fused.bf16_native(CPU) or not torch.backends.mkldnn.is_available()
     for held in ("AVX2", "avx512_core", "AVX512_CORE_VNNI"):
         monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", held)
-        assert not fused.bf16_native(CPU) and not fused.amx_native()
-    monkeypatch.setenv("ONEDNN_MAX_CPU_ISA", "AVX512_CORE_BF16")
-    assert not fused.amx_native()  # bf16 dot products, but no tiles
+        assert not fused.bf16_native(CPU)
     monkeypatch.delenv("ONEDNN_MAX_CPU_ISA")
     if fused._x86():
         monkeypatch.setattr(torch.backends.cpu, "get_cpu_capability", lambda: "AVX2")  # ATEN_CPU_CAPABILITY=avx2
