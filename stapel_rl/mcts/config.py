@@ -37,6 +37,15 @@ class SearchConfig:
         after this many keeps it as a node of its own (as without skipping).
         ``None``: no cap (one game, as an agent searches, has no batch to wait
         for); the training presets (``configs/mcts``) set 2.
+    leaves_per_call: leaves of each game's tree evaluated together, in one
+        evaluator call per step (``lanes``): K descents per step, each seeing
+        the virtual loss of those before it, so that one searching game gives
+        the network batches of K, not of 1. 1 is the plain search: one
+        simulation per game per call.
+    solver: mark proven results (``solver``): terminal nodes, and nodes with
+        a winning child or whose children are all proven, hold their exact
+        value; the descent takes a proven win and avoids proven losses, and
+        the final choice plays a proven win.
     """
 
     num_simulations: int = 64
@@ -50,6 +59,8 @@ class SearchConfig:
     c_scale: float = 0.1
     skip_forced: bool = True
     forced_rounds: "int | None" = None
+    leaves_per_call: int = 1
+    solver: bool = False
 
     def __post_init__(self):
         if self.algorithm not in ALGORITHM_NAMES:
@@ -57,3 +68,5 @@ class SearchConfig:
             raise ValueError(f"algorithm must be one of {allowed}, got {self.algorithm!r}")
         if self.num_simulations < 1:
             raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
+        if self.leaves_per_call < 1:
+            raise ValueError(f"leaves_per_call must be at least 1, got {self.leaves_per_call}")

@@ -391,7 +391,7 @@ class Gumbel:
     def node_actions(self) -> np.ndarray:
         return self.interior.next_action
 
-    def select_roots(self, tree: Tree, simulation: int, action: np.ndarray) -> None:
+    def select_roots(self, tree: Tree, simulation: "int | np.ndarray", action: np.ndarray) -> None:
         if self.root.games.size:
             action[self.root.games] = self.root.select(tree, simulation)
 
@@ -415,6 +415,17 @@ class Gumbel:
         if games.size > first:
             below = first + np.flatnonzero(tree.forced.reshape(-1)[nodes[first:]] == -1)
             self.interior.refresh(tree, games[below], nodes[below] - games[below] * tree.capacity)
+
+    def placed(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> None:
+        self.interior.next_action[games, nodes] = -2
+        self.interior.stale[games, tree.parents[games, nodes]] = True
+
+    def resync(self, tree: Tree, nodes: np.ndarray) -> None:
+        """The roots' arrays from the tree; the nodes below them with a choice choose again."""
+        self.root.resync(tree)
+        below = nodes[(nodes % tree.capacity > 0) & (tree.forced.reshape(-1)[nodes] == -1)]
+        games = below // tree.capacity
+        self.interior.refresh(tree, games, below - games * tree.capacity)
 
     def choose(self, tree: Tree, rng: np.random.Generator) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
         """Sequential halving's pick; the policy target is the improved policy, the value its expected Q."""

@@ -163,10 +163,14 @@ class Root:
         coef = sigma_coefficient(self.c_visit, self.c_scale, self.max_visits.astype(np.float32))
         return mixed, low, np.maximum(high - low, 1e-8), coef
 
-    def select(self, tree: Tree, simulation: int) -> np.ndarray:
-        """Root action ``[F]`` of simulation number ``simulation``: the best by ``g + logits + sigma(Q)``
-        among the actions this search has visited ``targets[:, simulation]`` times."""
-        target = self.targets[:, simulation]
+    def select(self, tree: Tree, simulation: "int | np.ndarray") -> np.ndarray:
+        """Root action ``[F]`` of simulation number ``simulation`` (or ``int [B]``: each game's): the best
+        by ``g + logits + sigma(Q)`` among the actions this search has visited ``targets[:, simulation]`` times."""
+        if isinstance(simulation, np.ndarray):
+            at = np.minimum(simulation[self.games], self.targets.shape[1] - 1)
+            target = self.targets[np.arange(self.games.size), at]
+        else:
+            target = self.targets[:, simulation]
         mixed, low, span, coef = self._scales(tree)
         first = target == 0
         # First phase without inherited visits: every candidate is unvisited, so all share one sigma.
@@ -227,6 +231,20 @@ class Root:
         self.considered_base[rows] = self.base_visits.ravel()[here]
         self.considered_score[rows] = self.score.ravel()[here]
         self.has_considered[rows] = True
+
+    def resync(self, tree: Tree) -> None:
+        """All arrays from the tree, as ``update`` keeps them (after ``lanes`` restored virtual visits)."""
+        visits = tree.children_visits[self.games, 0]
+        q = tree.children_values[self.games, 0]
+        visited = visits > 0
+        self.prior_visited = np.where(visited, self.prior, 0)
+        self.visited_prior = self.prior_visited.sum(axis=1)
+        self.prior_q = np.where(visited, self.prior * q, 0)
+        self.q_low = np.where(visited, q, POS_INF)
+        self.q_high = np.where(visited, q, NEG_INF)
+        self.num_visited = visited.sum(axis=1)
+        self.max_visits = visits.max(axis=1, initial=0)
+        self.fresh_score = np.where(visits > self.base_visits, NEG_INF, self.score)
 
     def update(self, tree: Tree) -> None:
         """Refresh the arrays at the child each game's last simulation went through (after backup)."""

@@ -80,7 +80,7 @@ class PUCT:
     def node_actions(self) -> np.ndarray:
         return self.forced
 
-    def select_roots(self, tree: Tree, simulation: int, action: np.ndarray) -> None:
+    def select_roots(self, tree: Tree, simulation: "int | np.ndarray", action: np.ndarray) -> None:
         free = np.flatnonzero(action == -1)
         if free.size:
             action[free] = select(tree, free, np.zeros(free.size, np.int64), self.c_puct, self.tie_noise)
@@ -100,6 +100,13 @@ class PUCT:
         """PUCT keeps nothing per node beyond the tree."""
 
     def simulated(self, tree: Tree, first: int, games: np.ndarray, nodes: np.ndarray) -> None:
+        """PUCT keeps nothing per node beyond the tree."""
+
+    def placed(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> None:
+        """The descent reads ``tree.forced``; the node's own ``write_states`` sets it when it is expanded."""
+        self.forced[games, nodes] = -2
+
+    def resync(self, tree: Tree, nodes: np.ndarray) -> None:
         """PUCT keeps nothing per node beyond the tree."""
 
     def choose(self, tree: Tree, rng: np.random.Generator) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":

@@ -11,59 +11,19 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 import numpy as np
-import torch
 
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
+from stapel_rl.mcts import lanes, solver
+from stapel_rl.mcts.algorithm import Algorithm
 from stapel_rl.mcts.config import ALGORITHM_NAMES, SearchConfig
+from stapel_rl.mcts.expand import evaluate
 from stapel_rl.mcts.gumbel import Gumbel
 from stapel_rl.mcts.puct import PUCT
-from stapel_rl.mcts.qtransforms import NEG_INF
-from stapel_rl.mcts.tree import ILLEGAL_VALUE, Tree, allocate, read_states, write_states
+from stapel_rl.mcts.tree import Tree, allocate, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
-
-
-class Algorithm(Protocol):
-    """What ``search`` asks of an algorithm: its selection functions and its answer (mctx passes the
-    same as ``root_action_selection_fn`` / ``interior_action_selection_fn``). Made per search by
-    ``ALGORITHMS[config.algorithm](tree, config, rng, base_visits)`` once the roots are evaluated.
-    """
-
-    def node_actions(self) -> np.ndarray:
-        """``int [B, N]`` each node's next action where it is known (-1: ask ``select_interior``, -2: over)."""
-        ...
-
-    def select_roots(self, tree: Tree, simulation: int, action: np.ndarray) -> None:
-        """Fill ``action`` ``[B]`` (the roots' forced actions, -1 where there is a choice) for this simulation."""
-        ...
-
-    def select_interior(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """The action ``[G]`` at ``nodes`` of ``games``, nodes below the roots with a choice."""
-        ...
-
-    def expanded(
-        self,
-        tree: Tree,
-        games: np.ndarray,
-        nodes: np.ndarray,
-        forced: np.ndarray,
-        live: np.ndarray,
-        prior: "np.ndarray | None",
-    ) -> None:
-        """New nodes were evaluated (``forced``: their forced actions; ``live``: rows not over)."""
-        ...
-
-    def simulated(self, tree: Tree, first: int, games: np.ndarray, nodes: np.ndarray) -> None:
-        """A simulation backed up along the path nodes ``games``/``nodes`` (flat; the first ``first`` are roots)."""
-        ...
-
-    def choose(self, tree: Tree, rng: np.random.Generator) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-        """The search's answer: ``(action [B], policy [B, A], search_value [B])``."""
-        ...
-
 
 #: The algorithm of each ``SearchConfig.algorithm``: a callable ``(tree, config, rng, base_visits) -> Algorithm``.
 ALGORITHMS: "dict[str, Callable[[Tree, SearchConfig, np.random.Generator, np.ndarray], Algorithm]]" = {
@@ -124,69 +84,8 @@ def _expand(
     tree.parents[games, new] = parents
     tree.action_from_parent[games, new] = actions
     tree.children_index[games, parents, actions] = new
-    _evaluate(tree, games, new, states, evaluator, algorithm, forced)
+    evaluate(tree, games, new, states, evaluator, algorithm, forced)
     return new
-
-
-def _evaluate(
-    tree: Tree,
-    games: np.ndarray,
-    nodes: np.ndarray,
-    states: State,
-    evaluator: Evaluator,
-    algorithm: "Algorithm | None" = None,
-    forced: "np.ndarray | None" = None,
-) -> None:
-    """Prior and value of new nodes: the evaluator's, or the true result where the game is over.
-
-    ``algorithm`` learns of the new nodes (Gumbel makes its first choice
-    there), ``forced`` being what ``write_states`` returned for them.
-    """
-    over = states.terminated | states.truncated
-    value = states.rewards[np.arange(states.batch_size), states.current_player]
-    live = np.flatnonzero(~over)
-    if live.size:
-        every = live.size == over.size
-        evaluation = evaluator(states if every else take(states, live))
-        value[live] = evaluation.value
-        legal = states.legal_action_mask if every else states.legal_action_mask[live]
-        # 0 where legal, ILLEGAL_VALUE (exactly -1e9 in float32) elsewhere: cheaper than np.where.
-        values = np.subtract(legal, np.float32(1), dtype=np.float32)
-        values *= -ILLEGAL_VALUE
-        prior = _softmax_live(evaluation.logits, values, legal)
-        g, n = games[live], nodes[live]
-        tree.children_prior[g, n] = prior
-        tree.children_values[g, n] = values
-    else:
-        prior = None
-    if live.size < over.size:  # a finished game's node has no children; clear what an earlier search left
-        g, n = games[over], nodes[over]
-        tree.children_prior[g, n] = 0
-        tree.children_values[g, n] = 0
-    if algorithm is not None:
-        assert forced is not None  # _expand gives both
-        algorithm.expanded(tree, games, nodes, forced, live, prior)
-    tree.raw_values[games, nodes] = value
-
-
-def _softmax_live(logits: np.ndarray, penalty: np.ndarray, legal: np.ndarray) -> np.ndarray:
-    """``masked_softmax`` for rows with at least one legal action (``float32 [L, A]``), to float32
-    rounding, in a quarter of the time.
-
-    ``penalty`` is 0 on legal actions and ILLEGAL_VALUE elsewhere: adding it
-    (one pass, where masking with ``legal`` takes three) keeps the legal
-    logits exact, and once the row maximum, a legal logit, is subtracted, exp
-    underflows to exactly 0 on the illegal ones. That holds while every logit
-    is within 1e8 of 0 (two whole-array reductions check it); otherwise
-    ``legal`` masks. torch's softmax runs the row maximum and sum vectorised
-    (numpy's reductions over rows of 200 are not).
-    """
-    logits = np.ascontiguousarray(logits, dtype=np.float32)
-    if -1e8 <= logits.min() and logits.max() <= 1e8:
-        z = torch.from_numpy(logits) + torch.from_numpy(penalty)
-    else:
-        z = torch.from_numpy(np.where(legal, logits, NEG_INF))
-    return torch.softmax(z, dim=1).numpy()
 
 
 def _backup(tree: Tree, final: np.ndarray, games: np.ndarray, nodes: np.ndarray, actions: np.ndarray) -> None:
@@ -234,7 +133,11 @@ def _simulate(tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, al
     action = tree.forced[:, 0].astype(np.int64)
     cache = algorithm.node_actions().reshape(-1)
     algorithm.select_roots(tree, k, action)
-    path_games, path_nodes, path_actions, path_children = [], [], [], []
+    path_games: "list[np.ndarray]" = []
+    path_nodes: "list[np.ndarray]" = []
+    path_actions: "list[np.ndarray]" = []
+    path_children: "list[np.ndarray]" = []
+    solve = config.solver and solver.any_proven(tree)
     while True:
         if action.min() < 0:
             over = action == -2
@@ -249,6 +152,8 @@ def _simulate(tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, al
                 g = games[missing]
                 nodes_here = node[missing] - g * capacity
                 action[missing] = algorithm.select_interior(tree, g, nodes_here)
+        if solve and path_games:  # below the roots, whose choice is the algorithm's (and ``final_actions``')
+            action = solver.prefer(tree, node, action)
         child = children[node * num_actions + action]
         path_games.append(games)
         path_nodes.append(node)
@@ -274,6 +179,11 @@ def _simulate(tree: Tree, evaluator: Evaluator, config: SearchConfig, k: int, al
             )
             final[expanding] = expanding * capacity + new
         _backup(tree, final, games, nodes, actions)
+        if config.solver and leaf.size:
+            flat = expanding * capacity + new
+            proven = flat[~np.isnan(tree.exact.reshape(-1)[flat])]
+            if proven.size:
+                solver.propagate(tree, proven)
     else:
         games = nodes = final[:0]
         _backup(tree, final, games, nodes, games)
@@ -304,17 +214,51 @@ def search(
     roots = np.zeros(b, np.int64)
     fresh = np.flatnonzero(tree.node_visits[:, 0] == 0)
     if fresh.size:
-        _evaluate(tree, fresh, roots[fresh], take(state, fresh), evaluator)
+        evaluate(tree, fresh, roots[fresh], take(state, fresh), evaluator)
         tree.node_values[fresh, 0] = tree.raw_values[fresh, 0]
         tree.node_visits[fresh, 0] = 1
     base_visits = tree.children_visits[:, 0].copy()  # inherited from a reused subtree
     algorithm = ALGORITHMS[config.algorithm](tree, config, rng, base_visits)
-    for k in range(config.num_simulations):
-        if deadline is not None and k and time.perf_counter() >= deadline:
-            break
-        _simulate(tree, evaluator, config, k, algorithm)
+    if config.leaves_per_call == 1:
+        for k in range(config.num_simulations):
+            if deadline is not None and k and time.perf_counter() >= deadline:
+                break
+            if config.solver and k and solved(tree):
+                break
+            _simulate(tree, evaluator, config, k, algorithm)
+    else:
+        _simulate_in_steps(tree, evaluator, config, algorithm, deadline)
 
     visits = tree.children_visits[:, 0].copy()
     root_value = tree.node_values[:, 0].copy()
     action, policy, search_value = algorithm.choose(tree, rng)
+    if config.solver:
+        action = solver.final_actions(tree, action)
+        search_value = np.where(np.isnan(tree.exact[:, 0]), search_value, tree.exact[:, 0])
     return SearchOutput(action.astype(np.int64), policy, visits, root_value, search_value, tree)
+
+
+def solved(tree: Tree) -> bool:
+    """Every root is proven (or its game over): more simulations could not change the answer."""
+    return not bool(np.isnan(tree.exact[:, 0]).any())
+
+
+def _simulate_in_steps(
+    tree: Tree, evaluator: Evaluator, config: SearchConfig, algorithm: "Algorithm", deadline: "float | None"
+) -> None:
+    """``config.num_simulations`` per game in steps of ``config.leaves_per_call`` (``lanes``); the first
+    step always runs, none starts after ``deadline``. A lane that collides counts no simulation, so a
+    step may add fewer than K; each adds one at least."""
+    start = tree.node_visits[:, 0].copy()
+    first = True
+    while True:
+        left = config.num_simulations - (tree.node_visits[:, 0] - start)
+        if left.max() <= 0 or not first and deadline is not None and time.perf_counter() >= deadline:
+            return
+        if config.solver and not first and solved(tree):
+            return
+        first = False
+        count = np.clip(left, 0, config.leaves_per_call)
+        lanes.simulate(
+            tree, evaluator, algorithm, count, start, config.skip_forced, config.forced_rounds, config.solver
+        )

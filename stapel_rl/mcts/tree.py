@@ -44,6 +44,8 @@ class Tree:
             single-move chains. The descent reads it as the action to take
             where it is not -1.
         num_legal: ``int32 [B, N]`` number of legal actions of the node.
+        exact: ``float32 [B, N]`` the proven value of the node (``solver``), from the view
+            of the player to move there: +1, 0 or -1; NaN where not proven (or not solving).
         states: the engine state of every node, each field shaped ``[B, N, ...]``.
         num_nodes: ``int32 [B]`` nodes in use (the next free index).
     """
@@ -61,6 +63,7 @@ class Tree:
     terminal: np.ndarray
     forced: np.ndarray
     num_legal: np.ndarray
+    exact: np.ndarray
     states: State
     num_nodes: np.ndarray
 
@@ -95,6 +98,7 @@ _FILL = {
     "terminal": False,
     "forced": -1,
     "num_legal": 0,
+    "exact": np.nan,
 }
 PER_NODE = (
     "node_visits",
@@ -106,6 +110,7 @@ PER_NODE = (
     "terminal",
     "forced",
     "num_legal",
+    "exact",
 )
 PER_CHILD = ("children_index", "children_prior", "children_visits", "children_values")
 #: Per-child arrays whose row a node's expansion writes whole (``search._evaluate``).
@@ -147,6 +152,7 @@ def allocate(root: State, capacity: int, out: "Tree | None" = None) -> Tree:
         terminal=np.zeros((b, n), bool),
         forced=np.full((b, n), -1, np.int32),
         num_legal=np.zeros((b, n), np.int32),
+        exact=np.full((b, n), np.nan, np.float32),
         states=states,
         num_nodes=np.ones(b, np.int32),
     )

@@ -21,6 +21,8 @@ from trees import check_tree
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
 from stapel_rl.mcts import SearchConfig, allocate, gumbel, halving, qtransforms, search, subtree
+from stapel_rl.mcts.expand import softmax_live
+from stapel_rl.mcts.tree import ILLEGAL_VALUE
 from stapel_rl.models.evaluator import Evaluation, UniformEvaluator
 
 ALGORITHMS = ("puct", "gumbel")
@@ -1019,7 +1021,6 @@ def test_new_nodes_priors_are_the_masked_softmax(wild):
     """The priors of new nodes come from adding the ILLEGAL_VALUE penalty, not masking: the masked
     softmax to float32 rounding and exactly 0 on illegal actions, also where a logit is too large for
     the penalty to hide it."""
-    search_module = importlib.import_module("stapel_rl.mcts.search")
     rng = np.random.default_rng(3)
     logits = (rng.normal(size=(64, 200)) * 8).astype(np.float32)
     legal = rng.random((64, 200)) < 0.1
@@ -1027,8 +1028,8 @@ def test_new_nodes_priors_are_the_masked_softmax(wild):
     if wild is not None:
         logits[5, ~legal[5]] = wild  # illegal actions' logits above (or below) what -1e9 outweighs
         logits[9, 7] = -wild
-    penalty = np.where(legal, 0, search_module.ILLEGAL_VALUE).astype(np.float32)
-    prior = search_module._softmax_live(logits, penalty, legal)
+    penalty = np.where(legal, 0, ILLEGAL_VALUE).astype(np.float32)
+    prior = softmax_live(logits, penalty, legal)
     assert prior.dtype == np.float32
     np.testing.assert_allclose(prior, qtransforms.masked_softmax(logits, legal), rtol=1e-6, atol=1e-7)
     assert (prior[~legal] == 0).all()

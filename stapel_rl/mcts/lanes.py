@@ -1,0 +1,241 @@
+"""Several leaves of one game's tree per evaluator call (``SearchConfig.leaves_per_call``), by virtual loss.
+
+One step sends K lanes down each game's tree and evaluates the leaves they
+reach in one evaluator call, as lc0 and KataGo batch one search's leaves.
+The lanes descend level by level, all games and lanes at once; lanes that
+stand on the same node choose one after another (rounds), each seeing the
+earlier ones as visits that lost (virtual loss: the visit counts and a
+value of -1 for the mover on each edge taken), so that they spread over
+the tree. A lane ends at an unexpanded edge, where it places the new node at
+once (not yet evaluated: later lanes stop short of it), or at a finished
+game's node. A lane that would enter a node placed in this step collides
+and is dropped: it costs no evaluation and counts no visit. Then the
+virtual statistics are put back exactly as they were, the new nodes are
+stepped and evaluated in one call each, and the lanes' values are backed up.
+
+With K = 1 this is the plain search (``search._simulate`` runs it); with
+K > 1 the search differs from K plain simulations in the order of its
+updates only: where a plain simulation would see the one before it, a lane
+sees its virtual loss.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from stapel_rl.env import engine
+from stapel_rl.mcts import solver
+from stapel_rl.mcts.algorithm import Algorithm
+from stapel_rl.mcts.expand import evaluate
+from stapel_rl.mcts.tree import Tree, read_states, write_states
+from stapel_rl.models.evaluator import Evaluator
+
+#: What a lane in flight counts for on each edge it takes, from the view of the player choosing there.
+VIRTUAL_LOSS = np.float32(-1.0)
+
+
+class _Step:
+    """One step's lanes: their paths, the virtual statistics to undo, the nodes they placed."""
+
+    def __init__(self, tree: Tree, algorithm: "Algorithm", games: np.ndarray, solve: bool) -> None:
+        self.tree, self.algorithm = tree, algorithm
+        self.n, self.a = tree.capacity, tree.children_index.shape[2]
+        self.children = tree.children_index.reshape(-1)
+        self.node_visits = tree.node_visits.reshape(-1)
+        self.edge_visits = tree.children_visits.reshape(-1)
+        self.edge_values = tree.children_values.reshape(-1)
+        self.cache = algorithm.node_actions().reshape(-1)
+        self.forced = tree.forced.reshape(-1)
+        self.game = games  # each lane's game
+        self.final = np.full(games.size, -1, np.int64)  # each lane's last node, flat
+        self.dropped = np.zeros(games.size, bool)
+        self.pending = np.zeros(tree.batch_size * tree.capacity, bool)
+        self.undo: "list[tuple[np.ndarray, np.ndarray, np.ndarray]]" = []
+        self.path_lane: "list[np.ndarray]" = []
+        self.path_node: "list[np.ndarray]" = []
+        self.path_action: "list[np.ndarray]" = []
+        self.placed_games: "list[np.ndarray]" = []
+        self.placed_nodes: "list[np.ndarray]" = []
+        self.solve = solve and solver.any_proven(tree)
+
+    def _save(self, array: np.ndarray, index: np.ndarray) -> None:
+        self.undo.append((array, index, array[index]))
+
+    def take(self, lanes: np.ndarray, node: np.ndarray, action: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+        """Lanes ``lanes`` at distinct flat nodes ``node`` take ``action`` (-2: the game is over there).
+
+        Returns the lanes that go on and the nodes they enter.
+        """
+        over = action == -2
+        if over.any():
+            self._visit_nodes(node[over])
+            self.final[lanes[over]] = node[over]
+            lanes, node, action = lanes[~over], node[~over], action[~over]
+        base = node - node % self.n
+        child = self.children[node * self.a + action]
+        collide = (child >= 0) & self.pending[base + np.maximum(child, 0)]
+        if collide.any():
+            self.dropped[lanes[collide]] = True
+            lanes, node, action, child, base = (x[~collide] for x in (lanes, node, action, child, base))
+        self.path_lane.append(lanes)
+        self.path_node.append(node)
+        self.path_action.append(action)
+        self._visit_nodes(node)
+        edge = node * self.a + action
+        self._save(self.edge_visits, edge)
+        self._save(self.edge_values, edge)
+        visits = self.edge_visits[edge]
+        old = self.edge_values[edge]
+        self.edge_values[edge] = old + (VIRTUAL_LOSS - old) / (visits + 1)
+        self.edge_visits[edge] = visits + 1
+        new = child < 0
+        if new.any():
+            self._place(lanes[new], node[new], action[new])
+        go = ~new
+        return lanes[go], base[go] + child[go]
+
+    def _visit_nodes(self, node: np.ndarray) -> None:
+        self._save(self.node_visits, node)
+        self.node_visits[node] += 1
+
+    def _place(self, lanes: np.ndarray, parent: np.ndarray, action: np.ndarray) -> None:
+        """New nodes below flat ``parent`` by ``action``, not yet stepped or evaluated: the lanes end there."""
+        tree = self.tree
+        games = parent // self.n
+        order = np.argsort(games, kind="stable")
+        lanes, parent, action, games = lanes[order], parent[order], action[order], games[order]
+        count = np.bincount(games, minlength=tree.batch_size)
+        start = np.cumsum(count) - count
+        new = (tree.num_nodes[games] + np.arange(games.size) - start[games]).astype(np.int64)
+        if (new >= tree.capacity).any():
+            raise RuntimeError("search tree is full: allocate more nodes than simulations")
+        tree.num_nodes += count.astype(np.int32)
+        local = parent % self.n
+        tree.parents[games, new] = local
+        tree.action_from_parent[games, new] = action
+        tree.children_index[games, local, action] = new
+        flat = games * self.n + new
+        self.pending[flat] = True
+        self._visit_nodes(flat)
+        self.final[lanes] = flat
+        self.algorithm.placed(tree, games, new)
+        self.placed_games.append(games)
+        self.placed_nodes.append(new)
+
+    def choose(self, lanes: np.ndarray, node: np.ndarray, first: bool) -> np.ndarray:
+        """The actions of lanes at distinct flat nodes below the roots; ``first``: no lane chose there yet."""
+        action = self.cache[node].astype(np.int64)
+        # The algorithm's cached choice holds until a lane has passed; after that it must see the virtual loss.
+        ask = np.flatnonzero(action == -1) if first else np.flatnonzero(self.forced[node] == -1)
+        if ask.size:
+            g = node[ask] // self.n
+            action[ask] = self.algorithm.select_interior(self.tree, g, node[ask] - g * self.n)
+        if self.solve:
+            action = solver.prefer(self.tree, node, action)
+        return action
+
+    def restore(self) -> None:
+        """Put the virtual statistics back (latest first, so that the first saved value wins)."""
+        for array, index, old in reversed(self.undo):
+            array[index] = old
+
+
+def simulate(
+    tree: Tree,
+    evaluator: Evaluator,
+    algorithm: "Algorithm",
+    lanes: np.ndarray,
+    start_visits: np.ndarray,
+    skip_forced: bool,
+    forced_rounds: "int | None",
+    solve: bool,
+) -> None:
+    """One step: ``lanes`` ``[B]`` lanes in each game (0: none), one engine step and one evaluator call for all.
+
+    ``start_visits`` ``[B]``: the roots' visits before the search's first
+    simulation, from which each game's simulation count (the algorithm's
+    schedule) is read.
+    """
+    b, n = tree.batch_size, tree.capacity
+    games = np.repeat(np.arange(b), lanes)
+    rank = np.arange(games.size) - np.repeat(np.cumsum(lanes) - lanes, lanes)
+    step = _Step(tree, algorithm, games, solve)
+    # The roots: one round per lane, each choice made after the virtual visits of those before it.
+    next_lanes, next_node = [], []
+    for j in range(int(lanes.max(initial=0))):
+        these = np.flatnonzero(rank == j)
+        g = games[these]
+        action = tree.forced[:, 0].astype(np.int64)
+        algorithm.select_roots(tree, tree.node_visits[:, 0] - start_visits, action)
+        go, node = step.take(these, g * n, action[g])
+        algorithm.simulated(tree, g.size, g, g * n)
+        next_lanes.append(go)
+        next_node.append(node)
+    go, node = np.concatenate(next_lanes), np.concatenate(next_node)
+    while go.size:
+        order = np.argsort(node, kind="stable")
+        go, node = go[order], node[order]
+        starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
+        rank = np.arange(node.size) - np.repeat(starts, np.diff(np.r_[starts, node.size]))
+        next_lanes, next_node = [], []
+        for j in range(int(rank.max()) + 1):
+            at = np.flatnonzero(rank == j)
+            action = step.choose(go[at], node[at], j == 0)
+            on, child = step.take(go[at], node[at], action)
+            next_lanes.append(on)
+            next_node.append(child)
+        go, node = np.concatenate(next_lanes), np.concatenate(next_node)
+    step.restore()
+
+    if step.placed_games:
+        g, new = np.concatenate(step.placed_games), np.concatenate(step.placed_nodes)
+        parents = tree.parents[g, new].astype(np.int64)
+        actions = tree.action_from_parent[g, new].astype(np.int64)
+        states = engine.step(read_states(tree, g, parents), actions, validate=False, in_place=True)
+        if skip_forced:
+            states, _ = engine.play_forced(states, forced_rounds, in_place=True)
+        forced = write_states(tree, g, new, states)
+        evaluate(tree, g, new, states, evaluator, algorithm, forced)
+    lane, node, action = (np.concatenate(x) for x in (step.path_lane, step.path_node, step.path_action))
+    kept = ~step.dropped
+    on = kept[lane]
+    _backup(tree, step.final[kept], lane[on], node[on], action[on], np.cumsum(kept) - 1)
+    if solve and step.placed_games:
+        flat = g * n + new
+        proven = flat[~np.isnan(tree.exact.reshape(-1)[flat])]
+        if proven.size:
+            solver.propagate(tree, proven)
+    algorithm.resync(tree, np.unique(np.concatenate((node, step.final[kept]))))
+
+
+def _backup(
+    tree: Tree, final: np.ndarray, lane: np.ndarray, node: np.ndarray, action: np.ndarray, lane_row: np.ndarray
+) -> None:
+    """Back up the values of the kept lanes' leaves (``final``, flat) along their edges, all at once.
+
+    ``lane_row`` maps a lane to its row in ``final``. A node or edge that
+    several lanes share takes their values together (the mean of all), the
+    arithmetic of ``search._backup`` for a node that one lane passes.
+    """
+    node_values, node_visits = tree.node_values.reshape(-1), tree.node_visits.reshape(-1)
+    player = tree.player.reshape(-1)
+    leaf = tree.raw_values.reshape(-1)[final]
+    end = final[lane_row[lane]]
+    v = leaf[lane_row[lane]]
+    v = np.where(player[node] == player[end], v, -v)
+    _add_means(node_values, node_visits, np.concatenate((node, final)), np.concatenate((v, leaf)))
+    edge = node * tree.children_index.shape[2] + action
+    _add_means(tree.children_values.reshape(-1), tree.children_visits.reshape(-1), edge, v)
+
+
+def _add_means(values: np.ndarray, visits: np.ndarray, at: np.ndarray, value: np.ndarray) -> None:
+    """Add one visit of ``value`` at each of flat indices ``at`` (repeats allowed) to means ``values``."""
+    if not at.size:
+        return
+    where, inverse = np.unique(at, return_inverse=True)
+    count = np.bincount(inverse)
+    total = np.bincount(inverse, value)
+    seen = visits[where]
+    old = values[where].astype(np.float64)
+    values[where] = old + (total - count * old) / (seen + count)
+    visits[where] = seen + count
