@@ -12,7 +12,11 @@ Rates and times are CPU seconds of the searching thread (``time.thread_time``): 
 machine may be shared, and wall time would charge other jobs to the search.
 Each searcher is built before its clock starts (a fresh table per search).
 
-    python scripts/bench_classical.py [--positions 6] [--depths 2,3,4]
+    python scripts/bench_classical.py [--positions 6] [--depths 2,3,4] [--net I=PATH.npz --net II=PATH.npz]
+
+With ``--net`` the same positions are also searched with that learned evaluation
+(``stapel_rl.classical.nnue``, ``scripts/train_eval.py``), its nodes/s given as a
+share of the hand-written evaluation's.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import time
 
 import numpy as np
 
-from stapel_rl.classical import Position, Searcher
+from stapel_rl.classical import Position, Searcher, nnue
 from stapel_rl.env import engine
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.eval.alphabeta import AlphaBetaAgent
@@ -92,6 +96,19 @@ def _classical_once(variant: str, states: list, depth: int) -> "tuple[int, float
     return nodes, seconds
 
 
+def _learned(variant: str, states: list, net: nnue.Net) -> "tuple[int, float, list[int]]":
+    """Nodes, CPU seconds and depths of 1 s searches with the learned evaluation ``net``."""
+    nodes, seconds, depths = 0, 0.0, []
+    for state in states:
+        searcher = Searcher(variant, net=net)
+        start = time.thread_time()
+        result = searcher.search(Position.from_state(state, 0), time_limit=1.0)
+        seconds += time.thread_time() - start
+        nodes += result.nodes
+        depths.append(result.depth)
+    return nodes, seconds, depths
+
+
 def _alphabeta(states: list, depth: int) -> "tuple[int, float]":
     """Positions and CPU seconds of ``alphabeta:depth`` on ``states`` (fastest of ``REPEATS`` runs)."""
     runs = [_alphabeta_once(states, depth) for _ in range(REPEATS)]
@@ -111,7 +128,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--positions", type=int, default=6, help="positions per variant")
     parser.add_argument("--depths", default="2,3,4", help="depths both searchers finish, timed both ways")
+    parser.add_argument("--net", action="append", default=[], metavar="VARIANT=PATH", help="a learned evaluation")
     args = parser.parse_args()
+    nets = {v: nnue.load(path) for v, _, path in (item.partition("=") for item in args.net)}
     depths = [int(d) for d in args.depths.split(",")]
     print(f"CPU: {cpu_description()}; one core, one thread searching")
     Searcher("I").search(Position.from_state(engine.init("I", 1), 0), depth=3)  # load/compile the JIT code
@@ -136,6 +155,13 @@ def main() -> None:
         )
         for budget, ds in reached.items():
             print(f"  depth completed at {budget:g} s/move: mean {np.mean(ds):.1f}, min {min(ds)}, max {max(ds)}")
+        if variant in nets:
+            net_nodes, net_seconds, net_depths = _learned(variant, states, nets[variant])
+            print(
+                f"  learned evaluation ({nets[variant].width} wide): {net_nodes / net_seconds:,.0f} nodes/s in 1 s "
+                f"searches, {net_nodes / net_seconds / (nodes / seconds):.2f}x the hand-written's; depth completed "
+                f"at 1 s/move: mean {np.mean(net_depths):.1f}"
+            )
         for depth in depths:
             c_nodes, c_seconds = _classical(variant, states, depth)
             ab_positions, ab_seconds = _alphabeta(states, depth)

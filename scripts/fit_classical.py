@@ -68,6 +68,8 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from scipy.optimize import minimize, minimize_scalar
@@ -125,8 +127,11 @@ def play_game(
     opening_plies: int,
     epsilon: float,
     jitter: float,
-) -> "tuple[list[np.ndarray], list[int], float, int]":
-    """One self-play game: ``(features of quiet positions, their sides to move, White's score, plies)``."""
+    record: "Callable[[Position], Any]" = lambda pos: features(pos.h, pos.c, pos.side),
+) -> "tuple[list[Any], list[int], list[float], float, int]":
+    """One self-play game: ``(record(pos) of its quiet positions, their sides to move, their search values,
+    White's score, plies)``. A search value is the searcher's score of the position (centi-men, side to
+    move's view), NaN where the move was not searched (forced, or played at random)."""
     buffer, scratch = new_move_buffer(1)[0], new_scratch()
     while True:  # a random opening that ends the game is replayed
         pos = Position.from_fen(initial_fen(variant))
@@ -138,17 +143,20 @@ def play_game(
         else:
             break
     searcher.clear()
-    feats: "list[np.ndarray]" = []
+    records: "list[Any]" = []
     sides: "list[int]" = []
+    values: "list[float]" = []
     while True:
         n, leaps = generate(pos.h, pos.c, pos.side, -1, -1, buffer, scratch)
         if n == 0:
-            return feats, sides, _end_score(variant, pos), pos.ply
+            return records, sides, values, _end_score(variant, pos), pos.ply
         if pos.ply >= variant.ply_cap:
-            return feats, sides, 0.5, pos.ply
-        if leaps == 0:
-            feats.append(features(pos.h, pos.c, pos.side))
+            return records, sides, values, 0.5, pos.ply
+        quiet = leaps == 0
+        if quiet:
+            records.append(record(pos))
             sides.append(pos.side)
+            values.append(float("nan"))
         n = min(n, MAX_MOVES)
         if n == 1:
             row = buffer[0].copy()
@@ -156,7 +164,10 @@ def play_game(
             row = buffer[int(rng.integers(n))].copy()
         else:
             budget = max(1, int(round(nodes * rng.uniform(1 - jitter, 1 + jitter))))
-            row = _row(searcher.search(pos, nodes=budget).path)
+            result = searcher.search(pos, nodes=budget)
+            row = _row(result.path)
+            if quiet:
+                values[-1] = float(result.score)
         pos = pos.after(row)
 
 
@@ -182,7 +193,7 @@ def play_games(
     for i in bar:
         index = first_game + i
         rng = np.random.default_rng([seed, index])
-        feats, sides, white_score, length = play_game(variant, searcher, rng, nodes, opening_plies, epsilon, jitter)
+        feats, sides, _, white_score, length = play_game(variant, searcher, rng, nodes, opening_plies, epsilon, jitter)
         if feats:
             xs.append(np.stack(feats))
             s = np.array(sides)

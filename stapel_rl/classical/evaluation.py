@@ -148,13 +148,23 @@ def square_sum(h: np.ndarray, c: np.ndarray, weights: np.ndarray) -> int:
 
 
 @njit(cache=True, nogil=True, inline="always")
-def evaluate_incremental(side: int, white: np.uint64, black: np.uint64, squares: int, weights: np.ndarray) -> int:
-    """``evaluate`` from the occupancy bitboards and ``square_sum`` of the position."""
+def mobility_blocked(white: np.uint64, black: np.uint64) -> "tuple[int, int]":
+    """The ``mobility`` and ``blocked`` features, White's view, from the occupancy bitboards."""
     empty = ALL_SQUARES & ~(white | black)
     wl, wr = plain_sources(white, empty, 0)
     bl, br = plain_sources(black, empty, 1)
-    mobility = popcount(wl) + popcount(wr) - popcount(bl) - popcount(br)
-    blocked = popcount(white & ~SCORING_ROW[0] & ~(wl | wr)) - popcount(black & ~SCORING_ROW[1] & ~(bl | br))
+    # Signed counts: differences of unsigned popcounts would wrap (and mixed with int64, turn float).
+    mobility = np.int64(popcount(wl)) + np.int64(popcount(wr)) - np.int64(popcount(bl)) - np.int64(popcount(br))
+    blocked = np.int64(popcount(white & ~SCORING_ROW[0] & ~(wl | wr))) - np.int64(
+        popcount(black & ~SCORING_ROW[1] & ~(bl | br))
+    )
+    return mobility, blocked
+
+
+@njit(cache=True, nogil=True, inline="always")
+def evaluate_incremental(side: int, white: np.uint64, black: np.uint64, squares: int, weights: np.ndarray) -> int:
+    """``evaluate`` from the occupancy bitboards and ``square_sum`` of the position."""
+    mobility, blocked = mobility_blocked(white, black)
     value = squares + weights[4] * mobility + weights[5] * blocked
     return (value if side == 0 else -value) + weights[10]
 

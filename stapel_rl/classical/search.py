@@ -41,9 +41,10 @@ from stapel_rl.classical.board import (
     points,
     unmake_move,
 )
-from stapel_rl.classical.evaluation import evaluate_incremental, square_sum
+from stapel_rl.classical.evaluation import evaluate_incremental, mobility_blocked, square_sum
 from stapel_rl.classical.incremental import play
 from stapel_rl.classical.movegen import MAX_MOVES, generate, generate_bb
+from stapel_rl.classical.nnue import Net, forward, refresh
 
 MAX_PLY = 128
 MAX_QPLY = 24
@@ -62,13 +63,17 @@ FRAME_FIELDS = 16
 FULL, NULL_WINDOW, RESEARCH = 0, 1, 2
 
 Tables = namedtuple(
-    "Tables", "moves order index codes frames keys occ sums tt killers history stats stop weights gscratch"
+    "Tables",
+    "moves order index codes frames keys occ sums tt killers history stats stop weights gscratch "
+    "net accs emb bias w1 b1 w2 head",
 )
 
 
-def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
-    """All the search's working memory, allocated once per searcher."""
+def new_tables(weights: np.ndarray, tt_bits: int = 20, net: "Net | None" = None) -> Tables:
+    """All the search's working memory, allocated once per searcher; with ``net`` the leaves are
+    valued by that learned evaluation (``nnue``), else by the hand-written ``weights``."""
     size = 1 << max(tt_bits, 2)
+    arrays = net or Net.off()
     return Tables(
         moves=np.zeros((MAX_PLY, MAX_MOVES, 22), np.int8),
         order=np.zeros((MAX_PLY, MAX_MOVES), np.int64),
@@ -85,7 +90,24 @@ def new_tables(weights: np.ndarray, tt_bits: int = 20) -> Tables:
         stop=np.zeros(1, np.int8),
         weights=np.ascontiguousarray(weights, dtype=np.int64),
         gscratch=np.zeros((3, 22), np.int8),
+        net=np.array([net is not None]),
+        accs=np.zeros((MAX_PLY, 2, arrays.width), np.int32),
+        emb=arrays.emb,
+        bias=arrays.bias,
+        w1=arrays.w1,
+        b1=arrays.b1,
+        w2=arrays.w2,
+        head=arrays.head,
     )
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _evaluate(t, p, side):
+    if t.net[0]:
+        mobility, blocked = mobility_blocked(t.occ[p, 0], t.occ[p, 1])
+        value = forward(t.accs[p], side, mobility, blocked, t.w1, t.b1, t.w2, t.head)
+        return min(max(value, -MATE_BOUND // 2), MATE_BOUND // 2)  # never taken for a proven result
+    return evaluate_incremental(side, t.occ[p, 0], t.occ[p, 1], t.sums[p], t.weights)
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -242,7 +264,7 @@ def _enter(h, c, p, t):
         return 0, True
     depth = f[DEPTH]
     if (depth <= 0 and not capture) or p >= MAX_PLY - 2 or f[QPLY] >= MAX_QPLY:
-        return evaluate_incremental(side, t.occ[p, 0], t.occ[p, 1], t.sums[p], t.weights), True
+        return _evaluate(t, p, side), True
     if depth <= 0:
         f[QPLY] += 1
         f[DEPTH] = depth = 0
@@ -274,7 +296,7 @@ def _push(h, c, p, t, mode):
     if mode != RESEARCH:
         k = _pick(t, p, f[NEXT], f[COUNT])
         f[MOVE] = k
-        play(h, c, t.moves[p, k], p, t.keys, t.occ, t.sums, t.weights)
+        play(h, c, t.moves[p, k], p, t.keys, t.occ, t.sums, t.weights, t.accs, t.emb, t.net[0])
     f[MODE] = mode
     g = t.frames[p + 1]
     g[DEPTH] = f[DEPTH] - 1
@@ -311,6 +333,8 @@ def negamax(h, c, side, key, depth, alpha, beta, ply, t):
     t.keys[p] = key
     t.occ[p, 0], t.occ[p, 1] = occupancy(h, c)
     t.sums[p] = square_sum(h, c, t.weights)
+    if t.net[0]:
+        refresh(h, c, t.accs[p], t.emb, t.bias)
     while True:
         v, resolved = _enter(h, c, p, t)
         if not resolved:

@@ -13,6 +13,7 @@ from stapel_rl.classical import search as core
 from stapel_rl.classical.board import board_key
 from stapel_rl.classical.evaluation import load_weights
 from stapel_rl.classical.movegen import MAX_MOVES, generate
+from stapel_rl.classical.nnue import Net
 from stapel_rl.classical.position import Position, row_path, row_text
 from stapel_rl.env.variants import Variant, get_variant
 
@@ -62,10 +63,19 @@ class Searcher:
     ``stop()`` (from any thread) ends a running search at once with the best move so far.
     """
 
-    def __init__(self, variant: "Variant | str" = "I", weights: "np.ndarray | None" = None, tt_bits: int = 20):
+    def __init__(
+        self,
+        variant: "Variant | str" = "I",
+        weights: "np.ndarray | None" = None,
+        tt_bits: int = 20,
+        net: "Net | None" = None,
+    ):
+        """``weights``: the hand-written evaluation's (default: the variant's packaged file); ``net``: a
+        learned evaluation (``nnue``) used instead of them."""
         self.variant = get_variant(variant)
         self.weights = load_weights(self.variant.name) if weights is None else np.asarray(weights, np.int64)
-        self.tables = core.new_tables(self.weights, tt_bits)
+        self.net = net
+        self.tables = core.new_tables(self.weights, tt_bits, net)
         self._root_best = 0
         self._searches = 0  # the table's age: entries of earlier searches give way first
 

@@ -3,9 +3,10 @@
 
 ``eval=PATH`` names a weights file in the format of the packaged
 ``weights_I.json`` / ``weights_II.json`` (``{"metadata": {...}, "weights":
-{feature: centi-men}}``, every feature of ``FEATURES`` named once); without it
-each variant uses its packaged file. ``scripts/fit_classical.py`` writes such
-files (see ``docs/classical.md``).
+{feature: centi-men}}``, every feature of ``FEATURES`` named once), or a
+learned evaluation network (``.npz``, ``stapel_rl.classical.nnue``); without
+it each variant uses its packaged file. ``scripts/fit_classical.py`` writes
+weights files, ``scripts/train_eval.py`` networks (see ``docs/classical.md``).
 
 Every live game of a batch is searched in turn. A multi-leap capture is one
 full move to the search but several actions to the environment: the agent
@@ -24,8 +25,10 @@ from typing import TypedDict
 
 import numpy as np
 
+from stapel_rl.classical import nnue
 from stapel_rl.classical.board import OVER, leap
 from stapel_rl.classical.evaluation import read_weights
+from stapel_rl.classical.nnue import Net
 from stapel_rl.classical.position import Position, row_path, step_actions
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
 from stapel_rl.env.state import State
@@ -37,7 +40,8 @@ TIME_MARGIN = 0.003
 _OPTIONS = ("time", "depth", "nodes", "eval")
 _USAGE = (
     "use 'classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]' with SECONDS > 0, N >= 1, "
-    "PATH a weights JSON file (e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')"
+    "PATH a weights JSON file or an evaluation network .npz "
+    "(e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')"
 )
 
 
@@ -57,8 +61,9 @@ class ClassicalAgent:
         tt_bits: the transposition table holds ``2 ** tt_bits`` entries per variant.
         weights: ``int64 [len(FEATURES)]`` evaluation weights for every variant,
             ``None`` for each variant's packaged file.
-        weights_variant: the variant ``weights`` were fitted for (from the file's
-            metadata), ``None`` if unknown; playing another variant raises.
+        net: a learned evaluation (``nnue.Net``) used instead of the weights.
+        weights_variant: the variant ``weights`` or ``net`` were fitted for (from the
+            file's metadata), ``None`` if unknown; playing another variant raises.
         last: the last search's result (``SearchResult``) or ``None`` (diagnostics).
     """
 
@@ -69,6 +74,7 @@ class ClassicalAgent:
     name: str = "classical"
     weights: "np.ndarray | None" = None
     weights_variant: "str | None" = None
+    net: "Net | None" = None
     last: object = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -82,7 +88,7 @@ class ClassicalAgent:
                     f"classical: the evaluation weights are for Variant {self.weights_variant}, "
                     f"this game is Variant {variant.name}; pass that variant's weights file with eval="
                 )
-            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits)
+            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=self.net)
         return self._searchers[variant]
 
     def __call__(self, state: State, rng: "np.random.Generator | None" = None) -> np.ndarray:
@@ -162,10 +168,14 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
             options["depth"] = _count(value, spec, key)
         else:
             options["nodes"] = _count(value, spec, key)
-    weights, weights_variant = None, None
+    weights, weights_variant, net = None, None, None
     if "eval" in options:
         try:
-            weights, metadata = read_weights(str(options["eval"]))
+            if str(options["eval"]).endswith(".npz"):
+                net = nnue.load(options["eval"])
+                metadata = net.metadata
+            else:
+                weights, metadata = read_weights(str(options["eval"]))
         except ValueError as err:
             raise ValueError(f"agent spec {spec!r}: {err}") from None
         variant = metadata.get("variant")
@@ -180,6 +190,7 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
         nodes=options.get("nodes"),
         weights=weights,
         weights_variant=weights_variant,
+        net=net,
     )
 
 

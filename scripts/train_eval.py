@@ -1,0 +1,226 @@
+"""Train the classical searcher's learned evaluation (``stapel_rl.classical.nnue``) from engine games.
+
+The procedure, end to end:
+
+1. Play ``--games`` games of the classical searcher against itself (the packaged hand-written
+   evaluation), as ``scripts/fit_classical.py`` does: random openings of 2 to
+   ``--opening-plies`` full moves, a node budget of ``--nodes`` per search jittered by
+   ``--jitter``, a random move with probability ``--epsilon``. Every quiet position after the
+   opening is kept with the game's result (side to move's view: 1 win, 0.5 draw or truncation,
+   0 loss) and the search's value of it where it was searched.
+2. Label each position ``(1 - --value-mix) * result + --value-mix * sigmoid(k * value)``, ``k``
+   being the logistic scale that fits the hand-written evaluation to the results best (without
+   a search value: the result alone).
+3. Split by game (every ``--holdout``-th game held out) and train the network (accumulator
+   width ``--width``, ``--hidden`` hidden units) with Adam on the binary cross-entropy for
+   ``--epochs`` epochs.
+4. Report held-out log-loss against the results: a constant, the hand-written evaluation
+   (``sigmoid(k * eval)``) and the network as the search computes it (quantised accumulator);
+   write the ``.npz`` atomically with the procedure, data, losses, seed and commit in its
+   metadata. The output unit is centi-men through ``1 / k``, so search windows and mate
+   bounds mean the same with either evaluation.
+
+Then play it against the hand-written evaluation at equal time::
+
+    stapel-match classical:time=0.1:eval=runs/nnue_I/nnue_I.npz classical:time=0.1 --time 0.1 --games 200
+
+Usage (a first net in minutes on one core)::
+
+    python scripts/train_eval.py --variant I --games 600 --nodes 2000 --seed 1 --out runs/nnue_I/nnue_I.npz
+"""
+
+from __future__ import annotations
+
+import argparse
+import pathlib
+import sys
+import time
+
+import numpy as np
+import torch
+from fit_classical import best_scale, git_commit, log_loss, play_game
+from scipy.special import expit
+from tqdm import tqdm
+
+from stapel_rl.classical import Searcher, features, nnue
+from stapel_rl.classical.evaluation import load_weights
+from stapel_rl.env.variants import get_variant
+
+
+def board_record(pos) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
+    """What training keeps of a position: the active inputs, the extra inputs and the hand-written features."""
+    inputs, extra = np.empty((2, 50), np.int64), np.empty(2, np.int64)
+    nnue.inputs_into(pos.h, pos.c, inputs, extra)
+    return inputs, extra, features(pos.h, pos.c, pos.side)
+
+
+def collect(args: argparse.Namespace) -> "dict[str, np.ndarray]":
+    """The quiet positions of ``args.games`` engine games, with their labels' parts."""
+    variant = get_variant(args.variant)
+    searcher = Searcher(variant, tt_bits=18)
+    parts: "dict[str, list]" = {k: [] for k in ("inputs", "extra", "features", "side", "result", "value", "game")}
+    for g in tqdm(range(args.games), desc="games", unit="game", file=sys.stderr):
+        rng = np.random.default_rng([args.seed, g])
+        records, sides, values, white, _ = play_game(
+            variant, searcher, rng, args.nodes, args.opening_plies, args.epsilon, args.jitter, board_record
+        )
+        for (inputs, extra, feats), side, value in zip(records, sides, values, strict=True):
+            parts["inputs"].append(inputs)
+            parts["extra"].append(extra)
+            parts["features"].append(feats)
+            parts["side"].append(side)
+            parts["result"].append(white if side == 0 else 1.0 - white)
+            parts["value"].append(value)
+            parts["game"].append(g)
+    return {k: np.array(v) for k, v in parts.items()}
+
+
+class Model(torch.nn.Module):
+    """The network as trained: floats, the accumulator clipped to [0, 1] (``nnue.forward``'s layers)."""
+
+    def __init__(self, width: int, hidden: int) -> None:
+        super().__init__()
+        self.emb = torch.nn.Embedding(nnue.NUM_INPUTS + 1, width, padding_idx=nnue.NUM_INPUTS)
+        torch.nn.init.uniform_(self.emb.weight, -0.02, 0.05)
+        with torch.no_grad():
+            self.emb.weight[nnue.NUM_INPUTS] = 0
+        self.bias = torch.nn.Parameter(torch.full((width,), 0.1))
+        self.hidden = torch.nn.Linear(2 * width + nnue.NUM_EXTRA, hidden)
+        self.out = torch.nn.Linear(hidden, 1)
+
+    def forward(self, inputs: torch.Tensor, extra: torch.Tensor, side: torch.Tensor) -> torch.Tensor:
+        acc = self.emb(inputs).sum(dim=2) + self.bias  # [B, 2, W]: White's view, Black's
+        black = side.bool()[:, None]
+        mover = torch.where(black, acc[:, 1], acc[:, 0]).clamp(0, 1)
+        other = torch.where(black, acc[:, 0], acc[:, 1]).clamp(0, 1)
+        sign = (1 - 2 * side.float())[:, None]
+        x = torch.cat([mover, other, sign * extra.float() / 10.0], dim=1)
+        return self.out(self.hidden(x).clamp(0, 1)).squeeze(1)
+
+
+def train(data: "dict[str, np.ndarray]", target: np.ndarray, train_rows: np.ndarray, args) -> Model:
+    torch.manual_seed(args.seed)
+    model = Model(args.width, args.hidden)
+    optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
+    tensors = [torch.from_numpy(data[k]) for k in ("inputs", "extra", "side")] + [torch.from_numpy(target).float()]
+    rng = np.random.default_rng(args.seed)
+    bar = tqdm(range(args.epochs), desc="epochs", unit="epoch", file=sys.stderr)
+    for _ in bar:
+        order = rng.permutation(train_rows)
+        losses = []
+        for start in range(0, order.size, args.batch_size):
+            rows = torch.from_numpy(order[start : start + args.batch_size])
+            inputs, extra, side, y = (t[rows] for t in tensors)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(inputs, extra, side), y)
+            optimiser.zero_grad()
+            loss.backward()
+            optimiser.step()
+            losses.append(loss.item())
+        bar.set_postfix(loss=f"{np.mean(losses):.4f}", refresh=False)
+    return model
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--variant", default="I")
+    parser.add_argument("--games", type=int, default=600)
+    parser.add_argument("--nodes", type=int, default=2000, help="node budget of each search in the games")
+    parser.add_argument("--opening-plies", type=int, default=6)
+    parser.add_argument("--epsilon", type=float, default=0.05, help="share of random moves")
+    parser.add_argument("--jitter", type=float, default=0.3, help="node budgets drawn from [1 - j, 1 + j] * nodes")
+    parser.add_argument("--value-mix", type=float, default=0.5, help="label weight of the search's value")
+    parser.add_argument("--width", type=int, default=32, help="accumulator width")
+    parser.add_argument("--hidden", type=int, default=16)
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--batch-size", type=int, default=512)
+    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--holdout", type=int, default=10, help="every N-th game is held out")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--out", required=True, help="the .npz to write")
+    args = parser.parse_args(argv)
+    if not args.out.endswith(".npz"):
+        parser.error("--out must end in .npz (the classical agent tells networks from weights files by it)")
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+
+    data = collect(args)
+    weights = load_weights(args.variant)
+    held = data["game"] % args.holdout == 0
+    train_rows, test_rows = np.flatnonzero(~held), np.flatnonzero(held)
+    x = data["features"].astype(np.float64)
+    k = best_scale(weights.astype(np.float64), x[train_rows], data["result"][train_rows])
+    searched = np.isfinite(data["value"])
+    soft = np.where(searched, expit(k * np.nan_to_num(data["value"])), data["result"])
+    target = (1 - args.value_mix) * data["result"] + args.value_mix * soft
+    print(
+        f"{len(data['result']):,} positions of {args.games} games ({searched.mean():.0%} searched), "
+        f"{test_rows.size:,} held out; hand-written evaluation's scale k = {k:.5f} per centi-man",
+        file=sys.stderr,
+    )
+
+    model = train(data, target, train_rows, args)
+    emb = model.emb.weight.detach().numpy()[: nnue.NUM_INPUTS]
+    net = nnue.from_float(
+        emb,
+        model.bias.detach().numpy(),
+        model.hidden.weight.detach().numpy(),
+        model.hidden.bias.detach().numpy(),
+        model.out.weight.detach().numpy()[0],
+        float(model.out.bias.item()),
+        1.0 / k,
+        {},
+    )
+    y = data["result"][test_rows]
+    # As the search computes it: the quantised accumulator, centi-men back to a logit through k.
+    searched_logit = np.array(
+        [
+            k
+            * nnue.forward(
+                _accumulator(net, data["inputs"][i]), int(data["side"][i]), *data["extra"][i], *net.arrays()[2:]
+            )
+            for i in test_rows
+        ]
+    )
+    losses = {
+        "constant": log_loss(np.full(y.size, np.log(y.mean() / (1 - y.mean()))), y),
+        "hand_written": log_loss(k * (x[test_rows] @ weights), y),
+        "network": log_loss(searched_logit, y),
+    }
+    net.metadata = {
+        "variant": args.variant,
+        "procedure": "scripts/train_eval.py: engine self-play games, labels mixing results and search values",
+        "games": args.games,
+        "positions": int(len(data["result"])),
+        "nodes": args.nodes,
+        "epsilon": args.epsilon,
+        "jitter": args.jitter,
+        "value_mix": args.value_mix,
+        "width": args.width,
+        "hidden": args.hidden,
+        "epochs": args.epochs,
+        "seed": args.seed,
+        "scale_k": k,
+        "holdout_log_loss": losses,
+        "commit": git_commit(),
+        "seconds": round(time.perf_counter() - start),
+    }
+    path = nnue.save(net, pathlib.Path(args.out))
+    print(
+        "held-out log-loss against the results: "
+        + ", ".join(f"{name} {value:.4f}" for name, value in losses.items())
+        + f"; wrote {path} in {time.perf_counter() - start:.0f} s"
+    )
+    return 0
+
+
+def _accumulator(net: nnue.Net, inputs: np.ndarray) -> np.ndarray:
+    """The search's accumulator ``int32 [2, W]`` from a position's active inputs."""
+    acc = np.tile(net.bias, (2, 1)).astype(np.int32)
+    for view in range(2):
+        active = inputs[view][inputs[view] < nnue.NUM_INPUTS]
+        acc[view] += net.emb[active].sum(axis=0, dtype=np.int64).astype(np.int32)
+    return acc
+
+
+if __name__ == "__main__":
+    sys.exit(main())
