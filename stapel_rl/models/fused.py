@@ -19,7 +19,6 @@ fp16), which runs on its tensor cores.
 from __future__ import annotations
 
 import copy
-import importlib
 import os
 import platform
 from typing import Any, cast
@@ -75,9 +74,10 @@ def cpu_isa() -> str:
 
 def fast_extra() -> "tuple[Any, Any]":
     """The optional ``fast`` extra's modules ``(onnx, onnxruntime)``; ImportError where it is not installed."""
-    # Imported on first use, as every optional extra is; by name, since tests/test_layers.py's list of
-    # optional packages (whose plain imports it allows inside functions) does not name these two.
-    return importlib.import_module("onnx"), importlib.import_module("onnxruntime")
+    import onnx
+    import onnxruntime
+
+    return onnx, onnxruntime
 
 
 def onnx_available() -> bool:
