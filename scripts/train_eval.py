@@ -13,7 +13,8 @@ The procedure, end to end:
    a search value: the result alone).
 3. Split by game (every ``--holdout``-th game held out) and train the network (accumulator
    width ``--width``, ``--hidden`` hidden units) with Adam on the binary cross-entropy for
-   ``--epochs`` epochs.
+   ``--epochs`` epochs. The network's output is added to ``k`` times the hand-written
+   evaluation (a skip connection: it learns a correction, and the search adds the two).
 4. Report held-out log-loss against the results: a constant, the hand-written evaluation
    (``sigmoid(k * eval)``) and the network as the search computes it (quantised accumulator);
    write the ``.npz`` atomically with the procedure, data, losses, seed and commit in its
@@ -24,9 +25,11 @@ Then play it against the hand-written evaluation at equal time::
 
     stapel-match classical:time=0.1:eval=runs/nnue_I/nnue_I.npz classical:time=0.1 --time 0.1 --games 200
 
-Usage (a first net in minutes on one core)::
+Usage (``--data`` keeps the games' positions, so a second run with other training settings
+skips playing them)::
 
-    python scripts/train_eval.py --variant I --games 600 --nodes 2000 --seed 1 --out runs/nnue_I/nnue_I.npz
+    python scripts/train_eval.py --variant I --games 3000 --nodes 2000 --seed 1 \
+        --data runs/nnue_I/positions.npz --out runs/nnue_I/nnue_I.npz
 """
 
 from __future__ import annotations
@@ -88,21 +91,27 @@ class Model(torch.nn.Module):
         self.hidden = torch.nn.Linear(2 * width + nnue.NUM_EXTRA, hidden)
         self.out = torch.nn.Linear(hidden, 1)
 
-    def forward(self, inputs: torch.Tensor, extra: torch.Tensor, side: torch.Tensor) -> torch.Tensor:
+    def forward(
+        self, inputs: torch.Tensor, extra: torch.Tensor, side: torch.Tensor, base: "torch.Tensor | None" = None
+    ) -> torch.Tensor:
+        """The logit of the side to move's winning chances: ``base`` (k times the hand-written
+        evaluation) plus the network's correction."""
         acc = self.emb(inputs).sum(dim=2) + self.bias  # [B, 2, W]: White's view, Black's
         black = side.bool()[:, None]
         mover = torch.where(black, acc[:, 1], acc[:, 0]).clamp(0, 1)
         other = torch.where(black, acc[:, 0], acc[:, 1]).clamp(0, 1)
         sign = (1 - 2 * side.float())[:, None]
         x = torch.cat([mover, other, sign * extra.float() / 10.0], dim=1)
-        return self.out(self.hidden(x).clamp(0, 1)).squeeze(1)
+        correction = self.out(self.hidden(x).clamp(0, 1)).squeeze(1)
+        return correction if base is None else base + correction
 
 
-def train(data: "dict[str, np.ndarray]", target: np.ndarray, train_rows: np.ndarray, args) -> Model:
+def train(data: "dict[str, np.ndarray]", base: np.ndarray, target: np.ndarray, train_rows: np.ndarray, args) -> Model:
     torch.manual_seed(args.seed)
     model = Model(args.width, args.hidden)
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
-    tensors = [torch.from_numpy(data[k]) for k in ("inputs", "extra", "side")] + [torch.from_numpy(target).float()]
+    tensors = [torch.from_numpy(data[k]) for k in ("inputs", "extra", "side")]
+    tensors += [torch.from_numpy(base).float(), torch.from_numpy(target).float()]
     rng = np.random.default_rng(args.seed)
     bar = tqdm(range(args.epochs), desc="epochs", unit="epoch", file=sys.stderr)
     for _ in bar:
@@ -110,8 +119,8 @@ def train(data: "dict[str, np.ndarray]", target: np.ndarray, train_rows: np.ndar
         losses = []
         for start in range(0, order.size, args.batch_size):
             rows = torch.from_numpy(order[start : start + args.batch_size])
-            inputs, extra, side, y = (t[rows] for t in tensors)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(inputs, extra, side), y)
+            inputs, extra, side, prior, y = (t[rows] for t in tensors)
+            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(inputs, extra, side, prior), y)
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -137,13 +146,22 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--holdout", type=int, default=10, help="every N-th game is held out")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--out", required=True, help="the .npz to write")
+    parser.add_argument("--data", default=None, help="positions file: read if it exists, else written after playing")
     args = parser.parse_args(argv)
     if not args.out.endswith(".npz"):
         parser.error("--out must end in .npz (the classical agent tells networks from weights files by it)")
     torch.set_num_threads(1)
     start = time.perf_counter()
 
-    data = collect(args)
+    if args.data and pathlib.Path(args.data).is_file():
+        with np.load(args.data) as saved:
+            data = {k: saved[k] for k in saved.files}
+        print(f"positions read from {args.data}", file=sys.stderr)
+    else:
+        data = collect(args)
+        if args.data:
+            pathlib.Path(args.data).parent.mkdir(parents=True, exist_ok=True)
+            np.savez_compressed(args.data, **data)
     weights = load_weights(args.variant)
     held = data["game"] % args.holdout == 0
     train_rows, test_rows = np.flatnonzero(~held), np.flatnonzero(held)
@@ -158,7 +176,8 @@ def main(argv: "list[str] | None" = None) -> int:
         file=sys.stderr,
     )
 
-    model = train(data, target, train_rows, args)
+    base = k * (x @ weights)  # the hand-written evaluation as a logit: the skip connection
+    model = train(data, base, target, train_rows, args)
     emb = model.emb.weight.detach().numpy()[: nnue.NUM_INPUTS]
     net = nnue.from_float(
         emb,
@@ -168,19 +187,16 @@ def main(argv: "list[str] | None" = None) -> int:
         model.out.weight.detach().numpy()[0],
         float(model.out.bias.item()),
         1.0 / k,
+        weights,
         {},
     )
     y = data["result"][test_rows]
-    # As the search computes it: the quantised accumulator, centi-men back to a logit through k.
-    searched_logit = np.array(
-        [
-            k
-            * nnue.forward(
-                _accumulator(net, data["inputs"][i]), int(data["side"][i]), *data["extra"][i], *net.arrays()[2:]
-            )
-            for i in test_rows
-        ]
-    )
+    # As the search computes it: the hand-written evaluation plus the quantised network, as a logit.
+    correction = [
+        nnue.forward(_accumulator(net, data["inputs"][i]), int(data["side"][i]), *data["extra"][i], *net.arrays()[2:])
+        for i in test_rows
+    ]
+    searched_logit = base[test_rows] + k * np.array(correction)
     losses = {
         "constant": log_loss(np.full(y.size, np.log(y.mean() / (1 - y.mean()))), y),
         "hand_written": log_loss(k * (x[test_rows] @ weights), y),

@@ -13,10 +13,12 @@ Stockfish's NNUE does. Embeddings are stored as floats and used as integers scal
 
 At a leaf: ``x = [clip(acc[mover]), clip(acc[other]), mobility, blocked]`` (clip to [0, 1];
 mobility and blocked as in the hand-written evaluation, the side to move's view, over 10),
-``y = w2 . clip(w1 x + b1) + b2``, a logit of the side to move's winning chances; the search
-gets ``round(scale * y)`` centi-men, ``scale`` being the hand-written evaluation's logistic
-scale so both speak the same unit. ``scripts/train_eval.py`` trains it; files are ``.npz``
-(``save``/``load``).
+``y = w2 . clip(w1 x + b1) + b2``. The network is a correction to the hand-written evaluation
+it was trained with (``Net.weights``, a skip connection): the position is worth that
+evaluation plus ``round(scale * y)`` centi-men, ``scale`` being the inverse of the logistic
+scale that fits the hand-written evaluation to game results, so the two terms add as logits
+of the side to move's winning chances. ``scripts/train_eval.py`` trains it; files are
+``.npz`` (``save``/``load``).
 """
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ import numpy as np
 from numba import njit
 
 from stapel_rl.classical.board import occupancy, popcount
-from stapel_rl.classical.evaluation import mobility_blocked
+from stapel_rl.classical.evaluation import NUM_FEATURES, evaluate, mobility_blocked
 
 #: Classes of a stack seen from one side: top (own, other) x height (1..5) x prisoners (0..3).
 NUM_CLASSES = 2 * 5 * 4
@@ -120,14 +122,16 @@ def inputs_into(h: np.ndarray, c: np.ndarray, out: np.ndarray, extra: np.ndarray
 
 
 @njit(cache=True, nogil=True)
-def evaluate_board(h: np.ndarray, c: np.ndarray, side: int, net_arrays: tuple) -> int:
-    """The learned evaluation of a whole board from scratch (what the search computes incrementally)."""
+def evaluate_board(h: np.ndarray, c: np.ndarray, side: int, net_arrays: tuple, weights: np.ndarray) -> int:
+    """The whole evaluation of a board from scratch, hand-written part and correction (what the search
+    computes incrementally)."""
     emb, bias, w1, b1, w2, head = net_arrays
     acc = np.zeros((2, bias.shape[0]), np.int32)
     refresh(h, c, acc, emb, bias)
     white, black = occupancy(h, c)
     mobility, blocked = mobility_blocked(white, black)
-    return forward(acc, side, mobility, blocked, w1, b1, w2, head)
+    base = evaluate(h, c, side, weights, np.zeros(NUM_FEATURES, np.int64))
+    return base + forward(acc, side, mobility, blocked, w1, b1, w2, head)
 
 
 @dataclasses.dataclass
@@ -139,6 +143,7 @@ class Net:
         bias: ``int32 [W]`` the accumulator's bias times ``QA``, rounded.
         w1: ``float32 [H, 2 W + NUM_EXTRA]``, b1 ``float32 [H]``, w2 ``float32 [H]``: the dense layers.
         head: ``float64 [2]``: the output bias and the scale to centi-men.
+        weights: ``int64 [NUM_FEATURES]`` the hand-written evaluation the net corrects.
         metadata: how the net was made (variant, data, losses, code version).
     """
 
@@ -148,6 +153,7 @@ class Net:
     b1: np.ndarray
     w2: np.ndarray
     head: np.ndarray
+    weights: np.ndarray
     metadata: dict
 
     @staticmethod
@@ -160,6 +166,7 @@ class Net:
             np.zeros(1, np.float32),
             np.zeros(1, np.float32),
             np.zeros(2, np.float64),
+            np.zeros(NUM_FEATURES, np.int64),
             {},
         )
 
@@ -172,8 +179,9 @@ class Net:
         return self.emb, self.bias, self.w1, self.b1, self.w2, self.head
 
     def evaluate(self, h: np.ndarray, c: np.ndarray, side: int) -> int:
-        """Centi-men of the board ``h``/``c`` for ``side`` to move."""
-        return int(evaluate_board(np.asarray(h, np.uint8), np.asarray(c, np.uint64), int(side), self.arrays()))
+        """Centi-men of the board ``h``/``c`` for ``side`` to move (hand-written part and correction)."""
+        h, c = np.asarray(h, np.uint8), np.asarray(c, np.uint64)
+        return int(evaluate_board(h, c, int(side), self.arrays(), self.weights))
 
 
 def from_float(
@@ -184,9 +192,11 @@ def from_float(
     w2: np.ndarray,
     b2: float,
     scale: float,
+    weights: np.ndarray,
     metadata: dict,
 ) -> Net:
-    """A ``Net`` from trained float weights (embeddings and bias in accumulator units, 1 = clip's top)."""
+    """A ``Net`` from trained float weights (embeddings and bias in accumulator units, 1 = clip's top)
+    correcting the hand-written evaluation of ``weights``."""
     emb, bias = np.asarray(emb, np.float64), np.asarray(bias, np.float64)
     w1 = np.asarray(w1, np.float32)
     if emb.shape != (NUM_INPUTS, bias.shape[0]) or w1.shape != (len(b1), 2 * bias.shape[0] + NUM_EXTRA):
@@ -198,6 +208,7 @@ def from_float(
         np.asarray(b1, np.float32),
         np.asarray(w2, np.float32),
         np.array([b2, scale], np.float64),
+        np.asarray(weights, np.int64),
         dict(metadata),
     )
 
@@ -216,6 +227,7 @@ def save(net: Net, path: "str | pathlib.Path") -> pathlib.Path:
             b1=net.b1,
             w2=net.w2,
             head=net.head,
+            weights=net.weights,
             metadata=np.array(json.dumps(net.metadata)),
         )
     os.replace(tmp, path)
@@ -229,7 +241,7 @@ def load(path: "str | pathlib.Path") -> Net:
         raise ValueError(f"evaluation network {str(path)!r} does not exist")
     try:
         with np.load(path, allow_pickle=False) as data:
-            arrays = {k: data[k] for k in ("emb", "bias", "w1", "b1", "w2", "head", "metadata")}
+            arrays = {k: data[k] for k in ("emb", "bias", "w1", "b1", "w2", "head", "weights", "metadata")}
     except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as err:
         raise ValueError(
             f"evaluation network {str(path)!r} cannot be read (corrupt, or not a net file): {err}"
@@ -241,6 +253,7 @@ def load(path: "str | pathlib.Path") -> Net:
         arrays["b1"].astype(np.float32),
         arrays["w2"].astype(np.float32),
         arrays["head"].astype(np.float64),
+        arrays["weights"].astype(np.int64),
         json.loads(str(arrays["metadata"])),
     )
     width, hidden = net.bias.shape[0], net.b1.shape[0]
@@ -249,6 +262,7 @@ def load(path: "str | pathlib.Path") -> Net:
         and net.w1.shape == (hidden, 2 * width + NUM_EXTRA)
         and net.w2.shape == (hidden,)
         and net.head.shape == (2,)
+        and net.weights.shape == (NUM_FEATURES,)
     )
     if not shapes_ok:
         raise ValueError(f"evaluation network {str(path)!r} has inconsistent shapes")

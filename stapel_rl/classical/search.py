@@ -70,8 +70,8 @@ Tables = namedtuple(
 
 
 def new_tables(weights: np.ndarray, tt_bits: int = 20, net: "Net | None" = None) -> Tables:
-    """All the search's working memory, allocated once per searcher; with ``net`` the leaves are
-    valued by that learned evaluation (``nnue``), else by the hand-written ``weights``."""
+    """All the search's working memory, allocated once per searcher; the leaves are valued by the
+    hand-written ``weights``, plus the learned correction ``net`` (``nnue``) if given."""
     size = 1 << max(tt_bits, 2)
     arrays = net or Net.off()
     return Tables(
@@ -103,11 +103,12 @@ def new_tables(weights: np.ndarray, tt_bits: int = 20, net: "Net | None" = None)
 
 @njit(cache=True, nogil=True, inline="always")
 def _evaluate(t, p, side):
-    if t.net[0]:
+    value = evaluate_incremental(side, t.occ[p, 0], t.occ[p, 1], t.sums[p], t.weights)
+    if t.net[0]:  # the learned correction (nnue)
         mobility, blocked = mobility_blocked(t.occ[p, 0], t.occ[p, 1])
-        value = forward(t.accs[p], side, mobility, blocked, t.w1, t.b1, t.w2, t.head)
+        value += forward(t.accs[p], side, mobility, blocked, t.w1, t.b1, t.w2, t.head)
         return min(max(value, -MATE_BOUND // 2), MATE_BOUND // 2)  # never taken for a proven result
-    return evaluate_incremental(side, t.occ[p, 0], t.occ[p, 1], t.sums[p], t.weights)
+    return value
 
 
 @njit(cache=True, nogil=True, inline="always")

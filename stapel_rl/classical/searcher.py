@@ -70,10 +70,12 @@ class Searcher:
         tt_bits: int = 20,
         net: "Net | None" = None,
     ):
-        """``weights``: the hand-written evaluation's (default: the variant's packaged file); ``net``: a
-        learned evaluation (``nnue``) used instead of them."""
+        """``weights``: the hand-written evaluation's (default: those ``net`` corrects, else the variant's
+        packaged file); ``net``: a learned correction of them (``nnue``)."""
         self.variant = get_variant(variant)
-        self.weights = load_weights(self.variant.name) if weights is None else np.asarray(weights, np.int64)
+        if weights is None:
+            weights = net.weights if net is not None else load_weights(self.variant.name)
+        self.weights = np.asarray(weights, np.int64)
         self.net = net
         self.tables = core.new_tables(self.weights, tt_bits, net)
         self._root_best = 0

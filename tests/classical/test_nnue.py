@@ -10,7 +10,7 @@ import pytest
 import torch
 from boards import fen
 
-from stapel_rl.classical import nnue
+from stapel_rl.classical import features, nnue
 from stapel_rl.classical.board import board_key, occupancy
 from stapel_rl.classical.evaluation import load_weights, square_sum
 from stapel_rl.classical.incremental import play
@@ -34,6 +34,7 @@ def random_net(seed: int = 0, width: int = 8, hidden: int = 4) -> nnue.Net:
         rng.normal(0.0, 1.0, hidden),
         0.1,
         500.0,
+        load_weights("I"),
         {"variant": "I"},
     )
 
@@ -131,16 +132,9 @@ def test_a_saved_net_loads_with_the_same_arrays_and_bad_files_say_why(tmp_path):
     (tmp_path / "bad.npz").write_bytes(path.read_bytes()[:100])
     with pytest.raises(ValueError, match="cannot be read"):
         nnue.load(tmp_path / "bad.npz")
-    np.savez(
-        tmp_path / "shapes.npz",
-        emb=net.emb[:10],
-        bias=net.bias,
-        w1=net.w1,
-        b1=net.b1,
-        w2=net.w2,
-        head=net.head,
-        metadata=np.array("{}"),
-    )
+    arrays = dict(zip(("emb", "bias", "w1", "b1", "w2", "head"), net.arrays(), strict=True))
+    arrays["emb"] = net.emb[:10]
+    np.savez(tmp_path / "shapes.npz", **arrays, weights=net.weights, metadata=np.array("{}"))
     with pytest.raises(ValueError, match="inconsistent shapes"):
         nnue.load(tmp_path / "shapes.npz")
 
@@ -149,7 +143,7 @@ def test_the_searcher_with_a_net_plays_legal_moves_and_scores_by_the_net():
     net = random_net(3)
     pos = Position.from_fen(initial_fen(get_variant("I")))
     result = Searcher("I", net=net).search(pos, depth=1)
-    # Depth 1: the score is the best child's evaluation by the net, the opponent to move there.
+    # Depth 1: the score is the best child's evaluation (hand-written plus the net's correction).
     buffer, scratch = new_move_buffer(1)[0], new_scratch()
     n, _ = generate(pos.h, pos.c, pos.side, -1, -1, buffer, scratch)
     children = [pos.after(buffer[i].copy()) for i in range(n)]
@@ -189,6 +183,7 @@ def test_the_trained_model_computes_what_the_search_computes():
         model.out.weight.detach().numpy()[0],
         float(model.out.bias.item()),
         400.0,
+        load_weights("II"),
         {},
     )
     state = engine.init(get_variant("II"), 1)
@@ -198,8 +193,14 @@ def test_the_trained_model_computes_what_the_search_computes():
         if pos.capturing < 0:
             inputs, extra = np.empty((2, 50), np.int64), np.empty(2, np.int64)
             nnue.inputs_into(pos.h, pos.c, inputs, extra)
+            base = float(features(pos.h, pos.c, pos.side) @ net.weights) / 400.0  # the skip connection, a logit
             with torch.no_grad():
-                logit = model(torch.from_numpy(inputs[None]), torch.from_numpy(extra[None]), torch.tensor([pos.side]))
+                logit = model(
+                    torch.from_numpy(inputs[None]),
+                    torch.from_numpy(extra[None]),
+                    torch.tensor([pos.side]),
+                    torch.tensor([base]),
+                )
             assert net.evaluate(pos.h, pos.c, pos.side) == pytest.approx(400.0 * logit.item(), abs=1.5)
         legal = np.flatnonzero(state.legal_action_mask[0])
         state = engine.step(state, np.array([rng.choice(legal)]))
