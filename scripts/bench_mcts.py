@@ -12,25 +12,37 @@
    grid, or the 10x5 compact one; see scripts/bench_net.py).
 3. A search with the fast network: simulations/s and the share of the
    search's wall time spent inside the network (evaluator time / search time).
+4. The committed agent (``--agent``, default ``mcts:variant_I``) searching
+   ONE game, as in a match: simulations/s with one leaf per network call
+   (``batch=1``, today's agent before leaf batching: no solver) and with
+   ``--batches`` leaves per call (the agent's default is 16), each a search
+   of ``--agent-sims`` simulations from the same mid-game positions, the
+   variants interleaved (A B A B), medians and their ratio to batch=1 from
+   the same process. ``--only-agent`` runs this part alone.
 
 Usage: python scripts/bench_mcts.py [--model small] [--layout grid] [--net-batch 512] [--net-sims 32]
-                                    [--forced-rounds 2] [--quick]
+                                    [--forced-rounds 2] [--quick] [--agent mcts:variant_I] [--agent-sims 256]
+                                    [--batches 1,4,16,32] [--threads N] [--only-agent]
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
+import platform
 import time
 
 import numpy as np
 import torch
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.env import State
+from stapel_rl.env import State, take
 from stapel_rl.env.sampling import random_positions
+from stapel_rl.eval.agents import make_agent
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
+from stapel_rl.models.fused import bf16_native
 
 
 def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
@@ -45,6 +57,70 @@ def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> flo
     for _ in range(repeats):
         out = search(state, evaluator, config, rng, buffer=out.tree)
     return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
+
+
+def cpu_description() -> str:
+    """The CPU's model name and the instruction sets the network's speed depends on."""
+    name = platform.processor() or "unknown"
+    flags: "set[str]" = set()
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    name = line.split(":", 1)[1].strip()
+                elif line.startswith("flags"):
+                    flags = set(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    isa = [f for f in ("avx2", "avx512f", "avx512_bf16", "amx_bf16") if f in flags]
+    cpu = torch.device("cpu")
+    return (
+        f"{name}, {os.cpu_count()} cores ({platform.machine()}, {'+'.join(isa) or 'base ISA'}; "
+        f"bf16 native: {bf16_native(cpu)})"
+    )
+
+
+def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, repeats: int) -> "dict[int, float]":
+    """Median simulations/s of ``spec`` searching one game at a time, for each leaves-per-call count.
+
+    Each repeat searches every position once with each count in turn (A B A B), so that a change of
+    the machine's load falls on all alike; ``batch=1`` is searched without the solver, as before it.
+    """
+    agents = {}
+    for k in batches:
+        extra = ":solver=off" if k == 1 else ""
+        agents[k] = make_agent(f"{spec}:sims={sims}:batch={k}:reuse=off{extra}")
+    rates: "dict[int, list[float]]" = {k: [] for k in batches}
+    rng = np.random.default_rng(0)
+    for agent in agents.values():  # warm-up: the network's first calls and the trees' first pages
+        agent(take(positions, np.array([0])), rng)
+    for _ in range(repeats):
+        for game in range(positions.batch_size):
+            one = take(positions, np.array([game]))
+            for k, agent in agents.items():
+                start = time.perf_counter()
+                agent(one, rng)
+                rates[k].append(agent.simulations / (time.perf_counter() - start))
+    return {k: float(np.median(r)) for k, r in rates.items()}
+
+
+def bench_agent(args: argparse.Namespace, repeats: int) -> None:
+    batches = sorted({1, *(int(b) for b in args.batches.split(","))})
+    probe = make_agent(f"{args.agent}:sims=1")
+    precision = getattr(probe.evaluator, "precision", "?")
+    print(
+        f"\n4. agent '{args.agent}' searching one game, {args.agent_sims} simulations a search, "
+        f"network {precision}, {torch.get_num_threads()} torch threads"
+    )
+    print(f"   CPU: {cpu_description()}")
+    load = os.getloadavg()
+    positions = random_positions("I", 4, 20, np.random.default_rng(1))
+    rates = agent_rates(args.agent, args.agent_sims, batches, positions, repeats)
+    print(f"{'leaves/call':>11} {'sims/s':>10} {'ratio':>7}")
+    for k, rate in rates.items():
+        print(f"{k:>11} {rate:>10,.0f} {rate / rates[1]:>6.2f}x", flush=True)
+    after = os.getloadavg()
+    print(f"   load average (1 min) {load[0]:.2f} before, {after[0]:.2f} after, on {os.cpu_count()} cores")
 
 
 def main() -> None:
@@ -67,11 +143,21 @@ def main() -> None:
         help="forced actions a search node plays on through at most (self-play's mcts.forced_rounds; -1: no cap)",
     )
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
+    parser.add_argument("--agent", default="mcts:variant_I", help="part 4: the agent spec searching one game")
+    parser.add_argument("--agent-sims", type=int, default=256, help="part 4: simulations per search")
+    parser.add_argument("--batches", default="4,16,32", help="part 4: leaves per network call to compare with 1")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--only-agent", action="store_true", help="run part 4 alone")
     args = parser.parse_args()
     tune_malloc()  # as the CLIs and self-play workers do: multi-MB temporaries stay mapped
+    if args.threads:
+        torch.set_num_threads(args.threads)
     repeats = 1 if args.quick else 3
     rng = np.random.default_rng(0)
     print(f"MCTS benchmark | torch {torch.__version__}, {torch.get_num_threads()} threads | numpy {np.__version__}")
+    if args.only_agent:
+        bench_agent(args, repeats)
+        return
 
     rounds = None if args.forced_rounds < 0 else args.forced_rounds
     print(f"\n1. uniform evaluator (rules only), simulations/s, forced rounds {rounds}")
@@ -118,6 +204,8 @@ def main() -> None:
         rate = repeats * args.net_batch * args.net_sims / total
         share = 100 * evaluator.seconds / total
         print(f"{algorithm:>9}: {rate:,.0f} simulations/s, {share:.1f}% of search time in the network")
+
+    bench_agent(args, repeats)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
-Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]`` and
-``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the
+Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search][:batch=K]
+[:solver=on|off][:reuse=on|off]`` and ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the
 agents shipped with the package (``stapel_rl.bundled``); ``make_agent`` builds them
 with ``mcts_from_spec_args`` and ``policy_from_spec_args``.
 """
@@ -15,8 +15,10 @@ from typing import TypeVar
 import numpy as np
 
 from stapel_rl.env.state import State, take
-from stapel_rl.mcts import SearchConfig, SearchOutput, search
+from stapel_rl.mcts import SearchConfig, SearchOutput, Tree, search
 from stapel_rl.mcts.qtransforms import masked_softmax
+from stapel_rl.mcts.reuse import TreeCache
+from stapel_rl.mcts.search import solved
 from stapel_rl.mcts.tree import grow
 from stapel_rl.models.checkpoint import load_network
 from stapel_rl.models.evaluator import Evaluator
@@ -26,6 +28,8 @@ from stapel_rl.models.inference import NetworkEvaluator
 UNLIMITED = 2**31 - 1
 #: Simulations of the first chunk of a search by time, which measures the rate for the rest.
 FIRST_CHUNK = 8
+#: Leaves per evaluator call of the agents the specs make (``SearchConfig.leaves_per_call``; ``batch=K``).
+AGENT_LEAVES_PER_CALL = 16
 
 _Number = TypeVar("_Number", int, float)
 
@@ -41,7 +45,13 @@ class MCTSAgent:
     PUCT's choice is then that of one long search; Gumbel's comes from the
     last chunk's sequential halving, which starts from the earlier chunks'
     visits as after subtree reuse. ``simulations`` holds the per-game count
-    of the last call.
+    of the last call (new simulations, not those of a reused subtree).
+
+    With ``reuse`` the agent keeps the subtree of each move it played
+    (``TreeCache``) and continues from it where a later call's position is
+    one of its nodes, whichever game that call is for; elsewhere it starts
+    afresh. With ``config.solver`` a search by time stops once every root is
+    proven.
     """
 
     evaluator: Evaluator
@@ -49,6 +59,8 @@ class MCTSAgent:
     name: str = "mcts"
     seconds: "float | None" = None
     simulations: int = 0
+    reuse: bool = False
+    cache: TreeCache = dataclasses.field(default_factory=TreeCache, repr=False)
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
         config = dataclasses.replace(self.config, dirichlet_fraction=0.0, temperature=0.0)
@@ -60,19 +72,35 @@ class MCTSAgent:
             self.simulations = 0
             return actions
         some = take(state, choice) if choice.size < state.batch_size else state
+        room = config.num_simulations + 1 if self.seconds is None else 1  # a search by time grows its tree
+        tree = self.cache.take(some, room)[0] if self.reuse else None
+        start = np.maximum(tree.node_visits[:, 0], 1) if tree is not None else np.ones(some.batch_size, np.int32)
         if self.seconds is None:
-            out = search(some, self.evaluator, config, rng)
+            out = search(some, self.evaluator, config, rng, tree=tree)
         else:
-            out = self._search_for(self.seconds, some, config, rng)
-        self.simulations = int(out.tree.node_visits[:, 0].max()) - 1  # the root's first visit is its evaluation
+            out = self._search_for(self.seconds, some, config, rng, tree, start)
+        # The root's first visit is its evaluation.
+        self.simulations = int((out.tree.node_visits[:, 0] - start).max())
+        if self.reuse:
+            self.cache.store(out.tree, out.action)
         actions[choice] = out.action
         return actions
 
-    def _search_for(self, seconds: float, state: State, config: SearchConfig, rng: np.random.Generator) -> SearchOutput:
+    def _search_for(
+        self,
+        seconds: float,
+        state: State,
+        config: SearchConfig,
+        rng: np.random.Generator,
+        tree: "Tree | None",
+        start_visits: np.ndarray,
+    ) -> SearchOutput:
         start = time.perf_counter()
         deadline = start + seconds
         limit = config.num_simulations
-        chunk, tree = min(FIRST_CHUNK, limit), None
+        chunk = min(max(FIRST_CHUNK, config.leaves_per_call), limit)
+        if tree is not None:
+            tree = grow(tree, int(tree.num_nodes.max()) + chunk + 1)
         while True:
             out = search(
                 state,
@@ -82,10 +110,10 @@ class MCTSAgent:
                 tree=tree,
                 deadline=deadline,
             )
-            done = int(out.tree.node_visits[:, 0].max()) - 1
+            done = int((out.tree.node_visits[:, 0] - start_visits).max())
             now = time.perf_counter()
             chunk = min(limit - done, int((deadline - now) * done / max(now - start, 1e-9)))
-            if chunk < 1:
+            if chunk < 1 or config.solver and solved(out.tree):
                 return out
             # Each simulation adds at most one node per game; doubling keeps the copies cheap.
             needed = int(out.tree.num_nodes.max()) + chunk
@@ -137,13 +165,16 @@ def _number(options: "dict[str, str]", key: str, kind: "type[_Number]") -> "_Num
 
 def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
-    unknown = set(options) - {"sims", "time", "algorithm", "forced"}
-    if unknown or options.get("forced", "skip") not in ("skip", "search"):
+    unknown = sorted(set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse"})
+    choices = {"forced": ("skip", "search"), "solver": ("on", "off"), "reuse": ("on", "off")}
+    unknown += [options[key] for key, allowed in choices.items() if options.get(key, allowed[0]) not in allowed]
+    if unknown:
         raise ValueError(
-            f"unknown mcts agent option(s) {sorted(unknown) or [options['forced']]}: use sims=N, time=SECONDS, "
-            "algorithm=puct|gumbel, forced=skip|search"
+            f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
+            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
+    batch = _number(options, "batch", int) or AGENT_LEAVES_PER_CALL
     evaluator, checkpoint = load_evaluator(path)
     search_defaults = checkpoint.get("config", {}).get("mcts", {})
     config = SearchConfig(
@@ -153,8 +184,10 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
         c_puct=float(search_defaults.get("c_puct", SearchConfig.c_puct)),
         # skip: forced actions get no node of their own (SearchConfig.skip_forced); search: one node per leap.
         skip_forced=options.get("forced", "skip") == "skip",
+        leaves_per_call=batch,
+        solver=options.get("solver", "on") == "on",
     )
-    return MCTSAgent(evaluator, config, seconds=seconds)
+    return MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on")
 
 
 def policy_from_spec_args(args: "list[str]") -> PolicyAgent:

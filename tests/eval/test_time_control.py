@@ -148,3 +148,15 @@ def test_agent_plays_forced_leaps_without_searching_them():
     only_forced = from_fens([forced])
     assert agent(only_forced, np.random.default_rng(0)).tolist() == [4 * (32 - 1) + 1]
     assert clock.calls == 9 and agent.simulations == 0  # nothing searched
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_timed_agent_with_leaf_batching_keeps_to_the_deadline(clock, algorithm):
+    # Each evaluator call is now one step of up to 4 leaves: more simulations than calls, same deadline.
+    config = SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm, leaves_per_call=4)
+    agent = MCTSAgent(ClockedEvaluator(clock), config, seconds=1.0)
+    state = init("I", 1)
+    action = agent(state, np.random.default_rng(0))
+    assert state.legal_action_mask[0, action[0]]
+    assert agent.simulations > 2 * (clock.calls - 1)
+    assert 1.0 - 2 * STEP < clock.now <= 1.0 + STEP
