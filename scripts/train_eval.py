@@ -11,9 +11,13 @@ The procedure, end to end:
 2. Label each position ``(1 - --value-mix) * result + --value-mix * sigmoid(k * value)``, ``k``
    being the logistic scale that fits the hand-written evaluation to the results best (without
    a search value: the result alone).
-3. Split by game (every ``--holdout``-th game held out) and train the network (accumulator
-   width ``--width``, ``--hidden`` hidden units) with Adam on the binary cross-entropy for
-   ``--epochs`` epochs. The network's output is added to ``k`` times the hand-written
+3. Split by game (every ``--holdout``-th game held out for the report, the game after each
+   for validation) and train the network (accumulator width ``--width``, ``--hidden`` hidden
+   units) with Adam on the binary cross-entropy for at most ``--epochs`` epochs, keeping the
+   epoch whose log-loss against the validation games' results is lowest (stopping after
+   ``--patience`` epochs without a better one): positions of one game are alike, and the
+   network learns the training games' results by heart within a few epochs. The network's
+   output is added to ``k`` times the hand-written
    evaluation (a skip connection: it learns a correction, and the search adds the two).
 4. Report held-out log-loss against the results: a constant, the hand-written evaluation
    (``sigmoid(k * eval)``) and the network as the search computes it (quantised accumulator);
@@ -48,6 +52,9 @@ from tqdm import tqdm
 from stapel_rl.classical import Searcher, features, nnue
 from stapel_rl.classical.evaluation import load_weights
 from stapel_rl.env.variants import get_variant
+
+#: The arguments that made the games, kept with their positions in a ``--data`` file.
+GAME_SETTINGS = ("variant", "games", "nodes", "opening_plies", "epsilon", "jitter", "seed")
 
 
 def board_record(pos) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
@@ -106,15 +113,26 @@ class Model(torch.nn.Module):
         return correction if base is None else base + correction
 
 
-def train(data: "dict[str, np.ndarray]", base: np.ndarray, target: np.ndarray, train_rows: np.ndarray, args) -> Model:
+def train(
+    data: "dict[str, np.ndarray]",
+    base: np.ndarray,
+    target: np.ndarray,
+    train_rows: np.ndarray,
+    valid_rows: np.ndarray,
+    args: argparse.Namespace,
+) -> "tuple[Model, int, float]":
+    """The model of the epoch with the lowest validation log-loss, that epoch and that loss."""
     torch.manual_seed(args.seed)
     model = Model(args.width, args.hidden)
     optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
     tensors = [torch.from_numpy(data[k]) for k in ("inputs", "extra", "side")]
     tensors += [torch.from_numpy(base).float(), torch.from_numpy(target).float()]
     rng = np.random.default_rng(args.seed)
-    bar = tqdm(range(args.epochs), desc="epochs", unit="epoch", file=sys.stderr)
-    for _ in bar:
+    valid = [t[torch.from_numpy(valid_rows)] for t in tensors[:4]]
+    results = torch.from_numpy(data["result"][valid_rows]).float()
+    best: "tuple[float, int, dict]" = (float("inf"), 0, {})
+    bar = tqdm(range(1, args.epochs + 1), desc="epochs", unit="epoch", file=sys.stderr)
+    for epoch in bar:
         order = rng.permutation(train_rows)
         losses = []
         for start in range(0, order.size, args.batch_size):
@@ -125,8 +143,15 @@ def train(data: "dict[str, np.ndarray]", base: np.ndarray, target: np.ndarray, t
             loss.backward()
             optimiser.step()
             losses.append(loss.item())
-        bar.set_postfix(loss=f"{np.mean(losses):.4f}", refresh=False)
-    return model
+        with torch.no_grad():
+            valid_loss = torch.nn.functional.binary_cross_entropy_with_logits(model(*valid), results).item()
+        if valid_loss < best[0]:
+            best = (valid_loss, epoch, {k: v.clone() for k, v in model.state_dict().items()})
+        bar.set_postfix(loss=f"{np.mean(losses):.4f}", valid=f"{valid_loss:.4f}", best=best[1], refresh=False)
+        if epoch - best[1] >= args.patience:
+            break
+    model.load_state_dict(best[2])
+    return model, best[1], best[0]
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -137,10 +162,11 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--opening-plies", type=int, default=6)
     parser.add_argument("--epsilon", type=float, default=0.05, help="share of random moves")
     parser.add_argument("--jitter", type=float, default=0.3, help="node budgets drawn from [1 - j, 1 + j] * nodes")
-    parser.add_argument("--value-mix", type=float, default=0.5, help="label weight of the search's value")
+    parser.add_argument("--value-mix", type=float, default=0.8, help="label weight of the search's value")
     parser.add_argument("--width", type=int, default=32, help="accumulator width")
     parser.add_argument("--hidden", type=int, default=16)
-    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--epochs", type=int, default=30, help="at most this many epochs")
+    parser.add_argument("--patience", type=int, default=3, help="epochs without a better validation loss")
     parser.add_argument("--batch-size", type=int, default=512)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--holdout", type=int, default=10, help="every N-th game is held out")
@@ -157,14 +183,17 @@ def main(argv: "list[str] | None" = None) -> int:
         with np.load(args.data) as saved:
             data = {k: saved[k] for k in saved.files}
         print(f"positions read from {args.data}", file=sys.stderr)
+        for name in GAME_SETTINGS:  # how those games were played, not this run's arguments
+            setattr(args, name, type(getattr(args, name))(data[name]))
     else:
         data = collect(args)
+        data.update({name: np.array(getattr(args, name)) for name in GAME_SETTINGS})
         if args.data:
             pathlib.Path(args.data).parent.mkdir(parents=True, exist_ok=True)
             np.savez_compressed(args.data, **data)
     weights = load_weights(args.variant)
-    held = data["game"] % args.holdout == 0
-    train_rows, test_rows = np.flatnonzero(~held), np.flatnonzero(held)
+    held, valid = data["game"] % args.holdout == 0, data["game"] % args.holdout == 1
+    train_rows, valid_rows, test_rows = np.flatnonzero(~held & ~valid), np.flatnonzero(valid), np.flatnonzero(held)
     x = data["features"].astype(np.float64)
     k = best_scale(weights.astype(np.float64), x[train_rows], data["result"][train_rows])
     searched = np.isfinite(data["value"])
@@ -177,7 +206,7 @@ def main(argv: "list[str] | None" = None) -> int:
     )
 
     base = k * (x @ weights)  # the hand-written evaluation as a logit: the skip connection
-    model = train(data, base, target, train_rows, args)
+    model, epoch, valid_loss = train(data, base, target, train_rows, valid_rows, args)
     emb = model.emb.weight.detach().numpy()[: nnue.NUM_INPUTS]
     net = nnue.from_float(
         emb,
@@ -214,7 +243,9 @@ def main(argv: "list[str] | None" = None) -> int:
         "width": args.width,
         "hidden": args.hidden,
         "epochs": args.epochs,
-        "seed": args.seed,
+        "best_epoch": epoch,
+        "validation_log_loss": valid_loss,
+        "seed": args.seed,  # of the games; training is seeded with it too
         "scale_k": k,
         "holdout_log_loss": losses,
         "commit": git_commit(),
