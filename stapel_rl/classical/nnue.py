@@ -44,6 +44,7 @@ NUM_EXTRA = 2
 #: The accumulator's integer scale: clip(acc) = min(max(acc, 0), QA) / QA.
 QA = 1024
 _ONE = np.uint64(1)
+_PACKAGED = pathlib.Path(__file__).resolve().parent
 
 
 @njit(cache=True, nogil=True, inline="always")
@@ -230,6 +231,7 @@ def save(net: Net, path: "str | pathlib.Path") -> pathlib.Path:
             weights=net.weights,
             metadata=np.array(json.dumps(net.metadata)),
         )
+    os.chmod(tmp, 0o644)  # mkstemp's file is private; a network is data to share, like a checkpoint
     os.replace(tmp, path)
     return path
 
@@ -267,3 +269,17 @@ def load(path: "str | pathlib.Path") -> Net:
     if not shapes_ok:
         raise ValueError(f"evaluation network {str(path)!r} has inconsistent shapes")
     return net
+
+
+def packaged_path(variant_name: str) -> pathlib.Path:
+    """Where the packaged network of a variant is (``classical:eval=nnue``)."""
+    return _PACKAGED / f"nnue_{variant_name}.npz"
+
+
+def load_packaged(variant_name: str) -> Net:
+    """The packaged network of a variant; ``ValueError`` if the package ships none for it."""
+    path = packaged_path(variant_name)
+    if not path.is_file():
+        shipped = sorted(p.stem.removeprefix("nnue_") for p in _PACKAGED.glob("nnue_*.npz"))
+        raise ValueError(f"no packaged evaluation network for Variant {variant_name} (packaged: {shipped})")
+    return load(path)

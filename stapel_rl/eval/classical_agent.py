@@ -4,8 +4,9 @@
 ``eval=PATH`` names a weights file in the format of the packaged
 ``weights_I.json`` / ``weights_II.json`` (``{"metadata": {...}, "weights":
 {feature: centi-men}}``, every feature of ``FEATURES`` named once), or a
-learned evaluation network (``.npz``, ``stapel_rl.classical.nnue``); without
-it each variant uses its packaged file. ``scripts/fit_classical.py`` writes
+learned evaluation network (``.npz``, ``stapel_rl.classical.nnue``), or
+``nnue`` for the network packaged for the game's variant; without it each
+variant uses its packaged weights file. ``scripts/fit_classical.py`` writes
 weights files, ``scripts/train_eval.py`` networks (see ``docs/classical.md``).
 
 Every live game of a batch is searched in turn. A multi-leap capture is one
@@ -40,7 +41,7 @@ TIME_MARGIN = 0.003
 _OPTIONS = ("time", "depth", "nodes", "eval")
 _USAGE = (
     "use 'classical[:time=SECONDS][:depth=N][:nodes=N][:eval=PATH]' with SECONDS > 0, N >= 1, "
-    "PATH a weights JSON file or an evaluation network .npz "
+    "PATH a weights JSON file, an evaluation network .npz or nnue (the packaged network) "
     "(e.g. 'classical:time=0.5' or 'classical:depth=8:nodes=100000')"
 )
 
@@ -61,7 +62,8 @@ class ClassicalAgent:
         tt_bits: the transposition table holds ``2 ** tt_bits`` entries per variant.
         weights: ``int64 [len(FEATURES)]`` evaluation weights for every variant,
             ``None`` for each variant's packaged file.
-        net: a learned evaluation (``nnue.Net``) used instead of the weights.
+        net: a learned correction of the evaluation (``nnue.Net``) for every variant.
+        packaged_net: each variant's packaged network (``eval=nnue``).
         weights_variant: the variant ``weights`` or ``net`` were fitted for (from the
             file's metadata), ``None`` if unknown; playing another variant raises.
         last: the last search's result (``SearchResult``) or ``None`` (diagnostics).
@@ -75,6 +77,7 @@ class ClassicalAgent:
     weights: "np.ndarray | None" = None
     weights_variant: "str | None" = None
     net: "Net | None" = None
+    packaged_net: bool = False
     last: object = dataclasses.field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -88,7 +91,8 @@ class ClassicalAgent:
                     f"classical: the evaluation weights are for Variant {self.weights_variant}, "
                     f"this game is Variant {variant.name}; pass that variant's weights file with eval="
                 )
-            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=self.net)
+            net = nnue.load_packaged(variant.name) if self.packaged_net else self.net
+            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=net)
         return self._searchers[variant]
 
     def __call__(self, state: State, rng: "np.random.Generator | None" = None) -> np.ndarray:
@@ -169,7 +173,8 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
         else:
             options["nodes"] = _count(value, spec, key)
     weights, weights_variant, net = None, None, None
-    if "eval" in options:
+    packaged_net = options.get("eval") == "nnue"
+    if "eval" in options and not packaged_net:
         try:
             if str(options["eval"]).endswith(".npz"):
                 net = nnue.load(options["eval"])
@@ -191,6 +196,7 @@ def from_spec_args(args: "list[str]") -> ClassicalAgent:
         weights=weights,
         weights_variant=weights_variant,
         net=net,
+        packaged_net=packaged_net,
     )
 
 

@@ -163,6 +163,18 @@ def test_the_agent_takes_a_net_file_and_checks_its_variant(tmp_path):
         make_agent(f"classical:eval={tmp_path / 'none.npz'}")
 
 
+def test_eval_nnue_is_the_packaged_network_of_the_variant():
+    agent = make_agent("classical:nodes=300:eval=nnue")
+    state = engine.init(get_variant("I"), 1)
+    assert state.legal_action_mask[0, agent(state, np.random.default_rng(0))[0]]
+    packaged = nnue.load(nnue.packaged_path("I"))
+    assert agent.searcher(get_variant("I")).net.metadata == packaged.metadata
+    assert (
+        packaged.metadata["variant"] == "I"
+        and packaged.metadata["holdout_log_loss"]["network"] < packaged.metadata["holdout_log_loss"]["hand_written"]
+    )
+
+
 def test_the_trained_model_computes_what_the_search_computes():
     spec = importlib.util.spec_from_file_location("train_eval", ROOT / "scripts" / "train_eval.py")
     module = importlib.util.module_from_spec(spec)
