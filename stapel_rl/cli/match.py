@@ -14,8 +14,9 @@ same positions) or are made by ``--opening-plies`` random actions
 ``--time SECONDS`` gives both sides that budget per move: agents that search
 by time (``mcts``, ``classical``) get ``:time=SECONDS`` unless their spec sets
 its own, and every agent is called with one game at a time, so the budget is
-each game's own. ``--jobs N`` plays the pairs in N processes (one core each
-for a fair clock).
+each game's own. ``--jobs N`` plays the pairs in N processes; every side
+searches on one thread (a fair clock: equal hardware), with ``--jobs 1`` in
+this process too.
 
 Per opponent it prints wins/draws/losses, the score and the Elo difference
 with pentanomial 95% intervals (from the spread of the pair scores), the
@@ -68,14 +69,20 @@ def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_a
     )
 
 
+def _one_core() -> None:
+    """Every side searches on one core (the field's equal hardware; the classical engine is serial),
+    set before torch is imported: on a shared machine torch's threads would stall batch-1 calls."""
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[name] = "1"
+
+
 def _job_process(parent: int) -> None:
-    """A job's set-up: one core (before torch is imported), and an exit once the match process is gone.
+    """A job's set-up: one core (``_one_core``), and an exit once the match process is gone.
 
     A match killed from outside (Ctrl-C, ``kill``) would otherwise leave its jobs
     playing on, taking the cores from whatever runs next.
     """
-    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
-        os.environ[name] = "1"
+    _one_core()
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -144,6 +151,8 @@ def play_in_parallel(
 
 def main(argv: "list[str] | None" = None) -> int:
     tune_malloc()
+    if "torch" not in sys.modules:  # called as the command (with --jobs 1 the games are played here)
+        _one_core()
     parser = argparse.ArgumentParser(prog="stapel-match", description=__doc__.split("\n")[0])
     parser.add_argument("agent", help="agent spec, e.g. mcts:PATH:sims=32, classical:time=0.1, greedy")
     parser.add_argument("opponents", nargs="+", help="opponent specs")
