@@ -1,4 +1,4 @@
-"""The bookkeeping every search tree must satisfy (used by the search and time-control tests)."""
+"""The bookkeeping every search tree must satisfy, and an exact negamax oracle (search and solver tests)."""
 
 from __future__ import annotations
 
@@ -60,3 +60,27 @@ def check_tree(tree):
             assert tree.node_values[b, n] == pytest.approx(total / tree.node_visits[b, n], abs=1e-4)
             assert -1.0 - 1e-6 <= tree.node_values[b, n] <= 1.0 + 1e-6
         np.testing.assert_array_equal(tree.num_legal[b, :used], tree.legal[b, :used].sum(axis=1))
+
+
+def negamax(state, depth):
+    """Exact value of game 0 for its side to move within ``depth`` actions, or None if not settled.
+
+    Values flip only where the player to move changes (a leap that continues
+    a capture keeps the player), the same rule the search must follow.
+    """
+    if state.terminated[0] or state.truncated[0]:
+        return float(state.rewards[0, state.current_player[0]])
+    if depth == 0:
+        return None
+    best, unknown = -1.0, False
+    for a in np.flatnonzero(state.legal_action_mask[0]):
+        child = step(state, np.array([a]))
+        v = negamax(child, depth - 1)
+        if v is None:
+            unknown = True
+            continue
+        v = v if child.current_player[0] == state.current_player[0] else -v
+        if v == 1.0:
+            return 1.0
+        best = max(best, v)
+    return None if unknown else best

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from boards import fen
-from trees import check_tree
+from trees import check_tree, negamax
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, step, take
 from stapel_rl.env.sampling import random_positions
@@ -127,26 +127,6 @@ WIN_I = fen("W", {14: "wb", 15: "b", 20: "w", 24: "w"})
 POINTS_II = fen("W", {1: "w", 7: "www", 38: "w", 47: "bb"})
 # Variant II, White to move: both moves (38-32, 38-33) end the game 1 to 2: White has lost.
 LOST_II = fen("W", {1: "w", 38: "w", 47: "bb"})
-
-
-def negamax(state, depth):
-    """Exact value of game 0 for its side to move within ``depth`` actions, None if not settled."""
-    if state.terminated[0] or state.truncated[0]:
-        return float(state.rewards[0, state.current_player[0]])
-    if depth == 0:
-        return None
-    best, unknown = -1.0, False
-    for a in np.flatnonzero(state.legal_action_mask[0]):
-        child = step(state, np.array([a]))
-        v = negamax(child, depth - 1)
-        if v is None:
-            unknown = True
-            continue
-        v = v if child.current_player[0] == state.current_player[0] else -v
-        if v == 1.0:
-            return 1.0
-        best = max(best, v)
-    return None if unknown else best
 
 
 @pytest.mark.parametrize("algorithm", ALGORITHMS)

@@ -17,7 +17,7 @@ import importlib
 import numpy as np
 import pytest
 from boards import fen
-from trees import check_tree
+from trees import check_tree, negamax
 
 from stapel_rl.env import VARIANT_I, VARIANT_II, concatenate, from_fens, init, legal_moves, step, take
 from stapel_rl.mcts import SearchConfig, allocate, gumbel, halving, qtransforms, search, subtree
@@ -68,30 +68,6 @@ def run(state, algorithm, sims, seed=0, **kw):
 
 def legal_ids(state, game=0):
     return np.flatnonzero(state.legal_action_mask[game]).tolist()
-
-
-def negamax(state, depth):
-    """Exact value for the side to move of game 0 within ``depth`` actions, or None if not settled.
-
-    Values flip only where the player to move changes (a leap that continues
-    a capture keeps the player), the same rule the search must follow.
-    """
-    if state.terminated[0]:
-        return float(state.rewards[0, state.current_player[0]])
-    if depth == 0:
-        return None
-    best, unknown = -1.0, False
-    for a in legal_ids(state):
-        child = step(state, np.array([a]))
-        v = negamax(child, depth - 1)
-        if v is None:
-            unknown = True
-            continue
-        v = v if child.current_player[0] == state.current_player[0] else -v
-        if v == 1.0:
-            return 1.0
-        best = max(best, v)
-    return None if unknown else best
 
 
 def play(state, actions):
