@@ -1,4 +1,4 @@
-"""Test helpers for boards: position text from a few stacks (imported as a top-level module, see conftest.py)."""
+"""Test helpers for boards: position text, and the state fields a step decides (a top-level module, see conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,3 +7,19 @@ def fen(side: str, stacks: "dict[int, str] | None" = None) -> str:
     """Position text: ``side`` ("W" or "B") to move, ``{square: stack, top man first}`` on the board."""
     stacks = stacks or {}
     return side + ":" + ",".join(stacks.get(n, "") for n in range(1, 51))
+
+
+#: The state fields a step decides: a batched and a one-game step must agree on each.
+STEP_FIELDS = (
+    "height",
+    "colours",
+    "current_player",
+    "capturing",
+    "last_leapt",
+    "ply",
+    "legal_action_mask",
+    "terminated",
+    "truncated",
+    "rewards",
+    "points",
+)

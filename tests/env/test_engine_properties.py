@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+from boards import STEP_FIELDS
 from reference_rules import COLS as COLS_OF
 from reference_rules import ROWS as ROWS_OF
 from reference_rules import full_moves, points
@@ -80,19 +81,7 @@ def test_batch_of_256_agrees_with_batch_of_1(variant):
         for t, a in enumerate(actions):
             single = step(single, a[[g]])
             batched = take(states[t + 1], [g])
-            for name in (
-                "height",
-                "colours",
-                "current_player",
-                "capturing",
-                "last_leapt",
-                "ply",
-                "legal_action_mask",
-                "terminated",
-                "truncated",
-                "rewards",
-                "points",
-            ):
+            for name in STEP_FIELDS:
                 np.testing.assert_array_equal(getattr(single, name), getattr(batched, name), err_msg=f"{name} t={t}")
 
 

@@ -7,7 +7,7 @@ when vacant, else its stack (top man first); rank 10 is Black's back row.
 
 import numpy as np
 import pytest
-from boards import fen
+from boards import STEP_FIELDS, fen
 
 from stapel_rl.env import (
     VARIANT_I,
@@ -356,19 +356,7 @@ def test_truncation_at_ply_cap():
     assert s.rewards.tolist() == [[0, 0]]
     for a in (0, 123, 199):
         t = step(s, np.array([a]))
-        for name in (
-            "height",
-            "colours",
-            "current_player",
-            "capturing",
-            "last_leapt",
-            "ply",
-            "legal_action_mask",
-            "terminated",
-            "truncated",
-            "rewards",
-            "points",
-        ):
+        for name in STEP_FIELDS:
             np.testing.assert_array_equal(getattr(t, name), getattr(s, name), err_msg=name)
 
 
