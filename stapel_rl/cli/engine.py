@@ -44,6 +44,7 @@ from stapel_rl import __version__
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.classical.position import Position
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
+from stapel_rl.cli.options import add_threads_option, apply_threads_option
 from stapel_rl.env import engine as rules
 from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
 from stapel_rl.env.notation import find_move
@@ -501,6 +502,7 @@ def main(argv: "list[str] | None" = None) -> int:
     )
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random generator (default 0)")
+    add_threads_option(parser)
     args = parser.parse_args(argv)
     for stream in (sys.stdin, sys.stdout):
         reconfigure = getattr(stream, "reconfigure", None)  # TextIOWrapper's; typing.TextIO has none
@@ -508,6 +510,7 @@ def main(argv: "list[str] | None" = None) -> int:
             with contextlib.suppress(AttributeError, ValueError):
                 reconfigure(errors="replace")
     try:
+        apply_threads_option(args)
         get_variant(args.variant)
         session = EngineSession(args.agent, args.variant, args.seed)
     except Exception as problem:  # noqa: BLE001 - bad command-line arguments

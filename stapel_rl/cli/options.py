@@ -1,8 +1,11 @@
-"""The options every command that plays matches shares: ``stapel-match``, ``stapel-tournament``, ``stapel-sprt``."""
+"""The options the commands share: the match options of ``stapel-match``, ``stapel-tournament`` and
+``stapel-sprt``, and the agent's threads of ``stapel-engine`` and ``stapel-play``."""
 
 from __future__ import annotations
 
 import argparse
+
+import torch
 
 from stapel_rl.eval.openings import SOURCES
 
@@ -32,3 +35,21 @@ def check_match_options(args: argparse.Namespace) -> None:
     seconds = getattr(args, "time", None)
     if seconds is not None and not seconds > 0:
         raise ValueError(f"--time must be a positive number of seconds, got {seconds:g}")
+
+
+def add_threads_option(parser: argparse.ArgumentParser) -> None:
+    """Add ``--threads`` (default 1): the cores the agent's network may use."""
+    parser.add_argument(
+        "--threads",
+        type=int,
+        default=1,
+        help="cores the agent's network may use (default 1: on a shared machine, more threads stall "
+        "the search's small network calls, and an engine shares the machine with its opponent)",
+    )
+
+
+def apply_threads_option(args: argparse.Namespace) -> None:
+    """Use ``args.threads`` torch threads (ONNX Runtime's graphs take torch's count); ValueError below 1."""
+    if args.threads < 1:
+        raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    torch.set_num_threads(args.threads)

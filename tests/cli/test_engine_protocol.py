@@ -401,3 +401,21 @@ def test_classical_in_process_wait_and_quit_during_a_search():
     session.handle("go infinite")
     assert session.handle("quit") is False  # quit stops the search first, which still answers
     assert not session.searching() and out.getvalue().splitlines()[-1].startswith("bestmove ")
+
+
+def test_threads_option(monkeypatch, capsys):
+    """One torch thread by default (an engine shares the machine with its opponent), more on request,
+    and a count below one is refused before any protocol starts."""
+    import torch
+
+    from stapel_rl.cli import engine as engine_cli
+
+    monkeypatch.setattr(engine_cli.sys, "stdin", io.StringIO("quit\n"))
+    before = torch.get_num_threads()
+    try:
+        assert engine_cli.main([]) == 0 and torch.get_num_threads() == 1
+        assert engine_cli.main(["--threads", "2"]) == 0 and torch.get_num_threads() == 2
+        assert engine_cli.main(["--threads", "0"]) == 2
+        assert "--threads must be at least 1" in capsys.readouterr().err
+    finally:
+        torch.set_num_threads(before)
