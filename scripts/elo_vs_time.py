@@ -26,6 +26,7 @@ import json
 import pathlib
 import sys
 
+from learning_curve import draw_curve
 from tqdm import tqdm
 
 from stapel_rl.env import get_variant
@@ -64,11 +65,7 @@ def plot(points: "dict[str, list[dict]]", variant: str, path: pathlib.Path) -> N
 
     fig, ax = plt.subplots(figsize=(7, 4.5))
     for family, rows in points.items():
-        times = [r["time"] for r in rows]
-        (line,) = ax.plot(times, [r["elo"] for r in rows], marker="o", ms=4, label=family)
-        ax.fill_between(
-            times, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(), alpha=0.2
-        )
+        draw_curve(ax, [r["time"] for r in rows], rows, family)
     ax.set_xscale("log")
     ax.set_xticks([r["time"] for r in next(iter(points.values()))])
     ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())

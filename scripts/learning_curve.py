@@ -61,6 +61,12 @@ def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, fl
     return points
 
 
+def draw_curve(ax, xs: "list[float]", rows: "list[dict]", label: str) -> None:
+    """One curve of Elo (``rows``' ``elo``) against ``xs`` on ``ax``, its 95% interval as a band."""
+    (line,) = ax.plot(xs, [r["elo"] for r in rows], marker="o", ms=4, label=label)
+    ax.fill_between(xs, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(), alpha=0.2)
+
+
 def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, path: pathlib.Path) -> None:
     import matplotlib
 
@@ -69,11 +75,7 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
 
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, rows in curves.items():
-        hours = [r["hours"] for r in rows]
-        (line,) = ax.plot(hours, [r["elo"] for r in rows], marker="o", ms=4, label=name)
-        ax.fill_between(
-            hours, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(), alpha=0.2
-        )
+        draw_curve(ax, [r["hours"] for r in rows], rows, name)
     for row in ladder:
         ax.axhline(row["elo"], color="grey", ls="--", lw=0.8)
         ax.annotate(

@@ -1,24 +1,15 @@
 """scripts/ablate.py: one training run per row, each scored with stapel-match, resumable, a table."""
 
-import importlib.util
 import json
-import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("ablate", ROOT / "scripts" / "ablate.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from scripts import load_script
 
 
 @pytest.mark.slow
 def test_two_rows_train_score_and_resume(tmp_path, capsys):
-    script = load_script()
+    script = load_script("ablate")
     argv = [
         "--rows",
         "new_default",

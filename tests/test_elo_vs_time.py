@@ -1,23 +1,13 @@
 """scripts/elo_vs_time.py: who meets whom, bad input, and a small resumable run end to end."""
 
-import importlib.util
 import json
-import pathlib
 
+from scripts import load_script
 from stapel_rl.eval.tournament import load_results
-
-ROOT = pathlib.Path(__file__).resolve().parent.parent
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("elo_vs_time", ROOT / "scripts" / "elo_vs_time.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_players_meet_within_reach_cheapest_first():
-    script = load_script()
+    script = load_script("elo_vs_time")
     # Two families (players 0-2 and 3-5) at three times: neighbours in time meet, a player never meets itself.
     assert script.schedule(2, 3, reach=1) == [
         (0, 3),
@@ -38,7 +28,7 @@ def test_players_meet_within_reach_cheapest_first():
 
 
 def test_bad_input_is_refused(capsys):
-    script = load_script()
+    script = load_script("elo_vs_time")
     assert script.main(["--families", "greedy", "--times", "0.1"]) == 2
     assert "does not take a thinking time" in capsys.readouterr().err
     assert script.main(["--families", "classical", "--times", "0.2", "0.1"]) == 2
@@ -47,7 +37,7 @@ def test_bad_input_is_refused(capsys):
 
 
 def test_a_small_run_rates_every_player_and_resumes(tmp_path):
-    script = load_script()
+    script = load_script("elo_vs_time")
     out, figure = tmp_path / "out", tmp_path / "elo.png"
     argv = ["--families", "classical:nodes=300", "classical:nodes=30", "--times", "0.01", "0.02"]
     argv += ["--pairs", "1", "--out", str(out), "--plot", str(figure)]

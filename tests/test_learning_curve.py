@@ -1,23 +1,16 @@
 """scripts/learning_curve.py: snapshots of runs rated on a fixed ladder, Elo against hours, resumable."""
 
-import importlib.util
 import json
 import pathlib
 
 import pytest
 
+from scripts import load_script
 from stapel_rl.eval.tournament import load_results
 from stapel_rl.models import checkpoint
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRAINED = ROOT / "tests" / "data" / "small_compact_I.pt"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("learning_curve", ROOT / "scripts" / "learning_curve.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def fake_run(directory: pathlib.Path, minutes: "list[float]", final: "float | None" = None) -> pathlib.Path:
@@ -36,7 +29,7 @@ def fake_run(directory: pathlib.Path, minutes: "list[float]", final: "float | No
 
 
 def test_the_final_checkpoint_joins_the_snapshots_when_later(tmp_path):
-    script = load_script()
+    script = load_script("learning_curve")
     run = fake_run(tmp_path / "a", [5, 10, 15], final=17)
     points = script.snapshots(run, every=2)
     assert [p.parent.name for p, _ in points] == ["snapshots", "snapshots", "checkpoints"]
@@ -47,7 +40,7 @@ def test_the_final_checkpoint_joins_the_snapshots_when_later(tmp_path):
 
 @pytest.mark.slow
 def test_curves_of_two_runs_on_one_ladder(tmp_path):
-    script = load_script()
+    script = load_script("learning_curve")
     runs = [fake_run(tmp_path / "a", [5, 10]), fake_run(tmp_path / "b", [5])]
     out, figure = tmp_path / "out", tmp_path / "curve.png"
     argv = [
@@ -87,8 +80,8 @@ def test_curves_of_two_runs_on_one_ladder(tmp_path):
 
 def test_a_run_without_snapshots_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    assert load_script().main([str(tmp_path / "empty")]) == 2
+    assert load_script("learning_curve").main([str(tmp_path / "empty")]) == 2
     assert "no snapshots/" in capsys.readouterr().err
     run = fake_run(tmp_path / "a", [5])
-    assert load_script().main([str(run), "--labels", "x", "y"]) == 2
+    assert load_script("learning_curve").main([str(run), "--labels", "x", "y"]) == 2
     assert "--labels names 2 curves for 1 runs" in capsys.readouterr().err

@@ -3,13 +3,13 @@ on synthetic data, reproducibility, and clear errors for bad weights files."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import pathlib
 
 import numpy as np
 import pytest
 
+from scripts import load_script
 from stapel_rl.classical import FEATURES
 from stapel_rl.classical.evaluation import read_weights, weights_path
 from stapel_rl.env import engine
@@ -21,10 +21,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def fit():
-    spec = importlib.util.spec_from_file_location("fit_classical", ROOT / "scripts" / "fit_classical.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("fit_classical")
 
 
 @pytest.mark.parametrize("variant", ["I", "II"])

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 import pytest
 import torch
 from boards import fen
 
+from scripts import load_script
 from stapel_rl.classical import features, nnue
 from stapel_rl.classical.board import board_key, occupancy
 from stapel_rl.classical.evaluation import load_weights, square_sum
@@ -20,8 +18,6 @@ from stapel_rl.classical.searcher import Searcher
 from stapel_rl.env import engine, initial_fen
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import make_agent
-
-ROOT = pathlib.Path(__file__).resolve().parents[2]
 
 
 def random_net(seed: int = 0, width: int = 8, hidden: int = 4) -> nnue.Net:
@@ -176,15 +172,7 @@ def test_eval_nnue_is_the_packaged_network_of_the_variant():
 
 
 def test_the_trained_model_computes_what_the_search_computes():
-    spec = importlib.util.spec_from_file_location("train_eval", ROOT / "scripts" / "train_eval.py")
-    module = importlib.util.module_from_spec(spec)
-    import sys
-
-    sys.path.insert(0, str(ROOT / "scripts"))
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        sys.path.remove(str(ROOT / "scripts"))
+    module = load_script("train_eval")
     torch.manual_seed(0)
     model = module.Model(8, 4)
     net = nnue.from_float(
