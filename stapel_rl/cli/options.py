@@ -1,5 +1,5 @@
-"""The options the commands share: the match options of ``stapel-match``, ``stapel-tournament`` and
-``stapel-sprt``, and the agent's threads of ``stapel-engine`` and ``stapel-play``."""
+"""The commands' shared options: the match options of ``stapel-match``, ``stapel-tournament`` and
+``stapel-sprt``, and the agent's threads (``stapel-engine``)."""
 
 from __future__ import annotations
 
