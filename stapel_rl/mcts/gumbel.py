@@ -9,7 +9,7 @@ of simulations.
 
 Selection runs at every simulation, so it is written for speed (``Interior``
 here, ``halving.Root`` at the roots). The root choices compute the very same
-float32 numbers as the plain formulas (the paper's, kept in tests/mcts/test_mcts.py
+float32 numbers as the plain formulas (the paper's, kept in tests/mcts/test_reference_formulas.py
 as the reference). Inside the tree only the visited children and the best
 unvisited one are scored, and sums over the visited children run in another
 order, so in-tree choices agree with the formulas up to near-ties (within
@@ -201,7 +201,7 @@ def select_interior(
     the improved policy ranks by prior (the first of highest prior is the
     candidate), and their weight in the softmax is their total prior. This is
     the full-row formula's argmax up to float32 rounding at near-ties
-    (tests/mcts/test_mcts.py holds the choice within 1e-6 of the formula's best
+    (tests/mcts/test_reference_formulas.py holds the choice within 1e-6 of the formula's best
     score). ``unvisited`` (what ``unvisited_best`` gives at these nodes) and
     ``children`` (what ``visited_children`` gives) are computed here unless
     given: ``Interior`` keeps the first from one simulation to the next.

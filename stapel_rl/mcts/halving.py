@@ -3,7 +3,7 @@
 The schedule of visits (``considered_visits``) and ``Root``, which keeps
 per-action arrays so that each simulation's root choice reads few columns;
 the scores are those of ``gumbel`` (same float32 numbers as the plain
-formulas in tests/mcts/test_mcts.py).
+formulas in tests/mcts/test_reference_formulas.py).
 """
 
 from __future__ import annotations
