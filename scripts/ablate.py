@@ -26,7 +26,7 @@ from stapel_rl.models.checkpoint import atomic_write_bytes, list_checkpoints, lo
 
 #: name -> (what changes against the old default, stapel-train overrides)
 ROWS = {
-    "default": ("today's default config, unchanged", []),
+    "default": ("the default config, unchanged", []),
     "old_default": (
         "the previous default: 10x10 grid network, fp32 self-play in the training process",
         [
@@ -42,7 +42,8 @@ ROWS = {
         ["model.layout=compact", "mcts.skip_forced=false", "train.train_precision=fp32"],
     ),
     "grid_bf16": (
-        "10x10 grid network, bf16 self-play in 2 worker processes (the default of session 3)",
+        "10x10 grid network, bf16 self-play in 2 worker processes (an earlier default: forced actions "
+        "searched, fp32 training)",
         ["mcts.skip_forced=false", "train.train_precision=fp32"],
     ),
     "skip_forced": ("grid_bf16, forced actions played unsearched and unrecorded", ["train.train_precision=fp32"]),

@@ -14,7 +14,7 @@
    search's wall time spent inside the network (evaluator time / search time).
 4. The committed agent (``--agent``, default ``mcts:variant_I``) searching
    ONE game, as in a match: simulations/s with one leaf per network call
-   (``batch=1``, today's agent before leaf batching: no solver) and with
+   (``batch=1``, the agent as it was before leaf batching: no solver) and with
    ``--batches`` leaves per call (the agent's default is 16), each a search
    of ``--agent-sims`` simulations from the same mid-game positions, the
    variants interleaved (A B A B), medians and their ratio to batch=1 from

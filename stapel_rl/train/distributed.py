@@ -1,4 +1,4 @@
-"""Self-play on Ray: N actors around today's ``SelfPlay``, one learner.
+"""Self-play on Ray: N actors around the single-machine ``SelfPlay``, one learner.
 
     stapel-train distributed=ray distributed.actors=4             # a local Ray on this machine
     stapel-train distributed=ray distributed.address=auto         # join a cluster started with `ray start`

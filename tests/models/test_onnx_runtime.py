@@ -137,7 +137,7 @@ def test_auto_choice(monkeypatch):
 
 
 def test_auto_falls_back_without_the_package(monkeypatch, positions):
-    """Without onnxruntime (an import that fails), auto is today's torch path and evaluates."""
+    """Without onnxruntime (an import that fails), auto is the torch path and evaluates."""
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # `import onnxruntime` now raises ImportError
     monkeypatch.setattr(fused, "bf16_native", lambda device: False)
     assert not fused.onnx_available()
