@@ -1,16 +1,21 @@
-"""Ablations: train one config change per row for the same wall-clock budget, score each against alphabeta:2.
+"""Ablations: train one config change per row for the same wall-clock budget, then match each row's network.
 
     python scripts/ablate.py --variant I --minutes 15 --games 200 --out runs/ablate_I
     python scripts/ablate.py --rows old_default new_default puct --minutes 15      # a subset
+    python scripts/ablate.py --rows default compact --opponent row:default --time 0.1 --jobs 2  # head to head
 
 Each row is ``stapel-train`` with the row's overrides (``ROWS``), run to the
 same budget in ``<out>/<row>/`` (a killed ablation resumes: finished rows are
 skipped, a half-trained row continues from its checkpoint), then its final
-network plays ``--games`` games against ``alphabeta:2`` with ``stapel-match``
-(colour-swapped pairs from random openings, 64 simulations, no noise). The
-table, with positions generated and the score's 95% interval, is written to
-``<out>/ablations.md`` (and ``ablations.json``) after every row, so it can be
-read while the rest runs. Rows run one after another: each needs both cores.
+network plays ``--games`` games against ``--opponent`` with ``stapel-match``
+(colour-swapped pairs from the variant's opening suite, pentanomial 95%
+interval): with ``--sims`` simulations a move and no noise, or with ``--time``
+seconds a move for both sides (equal time: a faster network searches more).
+The opponent is an agent spec (default ``alphabeta:2``) or ``row:NAME``, the
+final network of another row (trained first, searching as the rows do). The
+table, with positions generated, is written to ``<out>/ablations.md`` (and
+``ablations.json``) after every row, so it can be read while the rest runs.
+Rows train one after another: each needs both cores.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ ROWS = {
         "skip_forced_bf16_train with the convolutional policy head (a logit per square and direction)",
         ["train.train_precision=bf16", "model.policy_head=conv"],
     ),
+    "compact": ("the default with the compact 10x5 network (faster without native bf16)", ["model.layout=compact"]),
     "no_workers": ("self-play in the training process instead of 2 workers", ["train.selfplay_workers=0"]),
     "model_default": ("6x64 network instead of 4x32", ["model=default"]),
     "sims_32": ("32 simulations instead of 16", ["mcts.num_simulations=32"]),
@@ -85,6 +91,7 @@ ROWS = {
     ),
 }
 _SCORE = re.compile(r"(\d+)-(\d+)-(\d+) \(W-D-L\) of (\d+), score ([\d.]+)% \[([\d.]+)%, ([\d.]+)%\]")
+_PAIRS = re.compile(r"pairs 0/0\.5/1/1\.5/2: (\d+) (\d+) (\d+) (\d+) (\d+)")
 
 
 def train(row: str, out: pathlib.Path, variant: str, minutes: float, extra: "list[str]") -> pathlib.Path:
@@ -105,25 +112,25 @@ def train(row: str, out: pathlib.Path, variant: str, minutes: float, extra: "lis
     return list_checkpoints(run / "checkpoints")[-1]
 
 
-def score(checkpoint: pathlib.Path, variant: str, games: int, sims: int, opponent: str) -> dict:
-    """``stapel-match`` of the checkpoint against ``opponent``; wins, draws, losses, score and interval."""
-    cmd = [
-        sys.executable,
-        "-m",
-        "stapel_rl.cli.match",
-        f"mcts:{checkpoint}:sims={sims}",
-        opponent,
-        "--games",
-        str(games),
-        "--variant",
-        variant,
-    ]
+def network_spec(checkpoint: pathlib.Path, sims: int, seconds: "float | None") -> str:
+    """A row's final network as a ``stapel-match`` player: timed (``stapel-match --time``) or ``sims`` a move."""
+    return f"mcts:{checkpoint}" if seconds is not None else f"mcts:{checkpoint}:sims={sims}"
+
+
+def score(agent: str, variant: str, games: int, opponent: str, seconds: "float | None" = None, jobs: int = 1) -> dict:
+    """``stapel-match`` of ``agent`` against ``opponent``: wins, draws, losses, score, interval, pentanomial pairs."""
+    cmd = [sys.executable, "-m", "stapel_rl.cli.match", agent, opponent, "--games", str(games), "--variant", variant]
+    if seconds is not None:
+        cmd += ["--time", f"{seconds:g}"]
+    if jobs > 1:
+        cmd += ["--jobs", str(jobs)]
     done = subprocess.run(cmd, check=True, capture_output=True, text=True)
     found = _SCORE.search(done.stdout)
     if not found:
         raise RuntimeError(f"unexpected stapel-match output: {done.stdout!r}")
     w, d, losses, n = (int(x) for x in found.groups()[:4])
     low, high = float(found.group(6)), float(found.group(7))
+    pairs = _PAIRS.search(done.stdout)
     return {
         "wins": w,
         "draws": d,
@@ -131,24 +138,59 @@ def score(checkpoint: pathlib.Path, variant: str, games: int, sims: int, opponen
         "games": n,
         "score": float(found.group(5)),
         "ci": [low, high],
+        "pairs": [int(x) for x in pairs.groups()] if pairs else None,
         "command": " ".join(["stapel-match", *cmd[3:]]),
     }
 
 
-def table(results: dict, variant: str, minutes: float, opponent: str) -> str:
+def match_label(opponent: str, seconds: "float | None") -> str:
+    """The key of a match in a row's record: the opponent, and the time a move if the match was timed."""
+    return opponent if seconds is None else f"{opponent} at {seconds:g} s"
+
+
+def table(results: dict, variant: str, minutes: float, label: str, search: str) -> str:
+    """The rows trained so far, each with its match ``label`` (the opponent row marked as such)."""
     lines = [
-        f"Variant {variant}, {minutes:g} minutes of `stapel-train` per row on 2 cores, final network "
-        f"with 64 simulations against `{opponent}` (colour-swapped pairs from random openings)",
+        f"Variant {variant}, {minutes:g} minutes of `stapel-train` per row on 2 cores, final network {search} "
+        f"against `{label}` (colour-swapped pairs from the opening suite, pentanomial 95% interval)",
         "",
-        "| row | change against the old default | positions | iterations | score | 95% CI |",
-        "|---|---|---|---|---|---|",
+        "| row | change against the old default | positions | iterations | score | pairs 0/0.5/1/1.5/2 | 95% CI |",
+        "|---|---|---|---|---|---|---|",
     ]
     for row, r in results.items():
-        lines.append(
-            f"| {row} | {ROWS[row][0]} | {r['positions']:,} | {r['iterations']} | {r['score']:.1f}% "
-            f"({r['wins']}-{r['draws']}-{r['losses']}) | [{r['ci'][0]:.1f}, {r['ci'][1]:.1f}] |"
-        )
+        first = f"| {row} | {ROWS[row][0]} | {r['positions']:,} | {r['iterations']} |"
+        if label.split(" at ")[0] == f"row:{row}":
+            lines.append(f"{first} opponent | | |")
+        elif (m := r["matches"].get(label)) is not None:
+            pairs = " ".join(str(x) for x in m["pairs"]) if m.get("pairs") else ""
+            lines.append(
+                f"{first} {m['score']:.1f}% ({m['wins']}-{m['draws']}-{m['losses']}) | {pairs} | "
+                f"[{m['ci'][0]:.1f}, {m['ci'][1]:.1f}] |"
+            )
     return "\n".join(lines) + "\n"
+
+
+def trained(row: str, out: pathlib.Path, args: argparse.Namespace, results: dict) -> dict:
+    """The row's record, training the row first if ``results`` has none: training counters and ``matches``."""
+    if row in results:
+        return results[row]
+    final = train(row, out, args.variant, args.minutes, args.extra)
+    counters = load(final)["counters"]
+    return {
+        "positions": int(counters["positions"]),
+        "iterations": int(counters["iteration"]),
+        "seconds": float(counters["seconds"]),
+        "checkpoint": str(final),
+        "matches": {},
+    }
+
+
+def upgrade(record: dict) -> dict:
+    """A row's record as written before rows kept several matches (one match against ``alphabeta:2``)."""
+    if "matches" in record:
+        return record
+    training = {k: record[k] for k in ("positions", "iterations", "seconds", "checkpoint")}
+    return {**training, "matches": {"alphabeta:2": {k: v for k, v in record.items() if k not in training}}}
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -157,35 +199,47 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--rows", nargs="+", default=list(ROWS), choices=list(ROWS))
     parser.add_argument("--minutes", type=float, default=15.0, help="wall-clock training budget of every row")
     parser.add_argument("--games", type=int, default=200, help="games against the opponent")
-    parser.add_argument("--sims", type=int, default=64)
-    parser.add_argument("--opponent", default="alphabeta:2")
+    parser.add_argument("--sims", type=int, default=64, help="simulations a move (without --time)")
+    parser.add_argument("--time", type=float, default=None, help="seconds a move for both sides (equal time)")
+    parser.add_argument("--jobs", type=int, default=1, help="processes of each match (2 for a timed one on 2 cores)")
+    parser.add_argument("--opponent", default="alphabeta:2", help="agent spec, or row:NAME (that row's network)")
     parser.add_argument("--out", default=None, help="folder of the runs and the table (default runs/ablate_<variant>)")
     parser.add_argument("--extra", nargs="*", default=[], help="overrides added to every row (e.g. train=tiny)")
     args = parser.parse_args(argv)
+    reference = args.opponent.removeprefix("row:") if args.opponent.startswith("row:") else None
+    if reference is not None and reference not in ROWS:
+        print(f"error: unknown row {reference!r} in --opponent; rows: {', '.join(ROWS)}", file=sys.stderr)
+        return 2
+    if args.time is not None and args.time <= 0:
+        print(f"error: --time must be positive, got {args.time}", file=sys.stderr)
+        return 2
     out = pathlib.Path(args.out or f"runs/ablate_{args.variant}")
     out.mkdir(parents=True, exist_ok=True)
     record = out / "ablations.json"
-    results = json.loads(record.read_text()) if record.is_file() else {}
-    for row in args.rows:
-        if row in results:
-            print(f"[{row}] done before: {results[row]['score']:.1f}%")
-            continue
-        final = train(row, out, args.variant, args.minutes, args.extra)
-        counters = load(final)["counters"]
-        results[row] = {
-            **score(final, args.variant, args.games, args.sims, args.opponent),
-            "positions": int(counters["positions"]),
-            "iterations": int(counters["iteration"]),
-            "seconds": float(counters["seconds"]),
-            "checkpoint": str(final),
-        }
-        print(
-            f"[{row}] {results[row]['score']:.1f}% {results[row]['ci']} after {results[row]['positions']:,} positions",
-            flush=True,
-        )
+    results = {row: upgrade(r) for row, r in json.loads(record.read_text()).items()} if record.is_file() else {}
+    label = match_label(args.opponent, args.time)
+    search = f"at {args.time:g} s a move, both sides" if args.time is not None else f"with {args.sims} simulations"
+
+    def save() -> None:
         atomic_write_bytes(record, json.dumps(results, indent=2).encode())
-        atomic_write_bytes(out / "ablations.md", table(results, args.variant, args.minutes, args.opponent).encode())
-    print(table(results, args.variant, args.minutes, args.opponent))
+        atomic_write_bytes(out / "ablations.md", table(results, args.variant, args.minutes, label, search).encode())
+
+    opponent = args.opponent
+    if reference is not None:  # the opponent row trains first, and plays as the rows do
+        results[reference] = trained(reference, out, args, results)
+        opponent = network_spec(pathlib.Path(results[reference]["checkpoint"]), args.sims, args.time)
+        save()
+    for row in (r for r in args.rows if r != reference):
+        if (done := results.get(row, {}).get("matches", {}).get(label)) is not None:
+            print(f"[{row}] done before: {done['score']:.1f}%")
+            continue
+        results[row] = trained(row, out, args, results)
+        agent = network_spec(pathlib.Path(results[row]["checkpoint"]), args.sims, args.time)
+        match = score(agent, args.variant, args.games, opponent, args.time, args.jobs)
+        results[row]["matches"][label] = match
+        print(f"[{row}] {match['score']:.1f}% {match['ci']} after {results[row]['positions']:,} positions", flush=True)
+        save()
+    print(table(results, args.variant, args.minutes, label, search))
     return 0
 
 

@@ -36,9 +36,12 @@ def test_two_rows_train_score_and_resume(tmp_path, capsys):
     results = json.loads((tmp_path / "ablations.json").read_text())
     assert list(results) == ["new_default", "value_mix_05"]
     for row in results.values():
-        assert row["games"] == 2 and row["wins"] + row["draws"] + row["losses"] == 2
-        assert row["ci"][0] <= row["score"] <= row["ci"][1] and row["positions"] > 0 and row["iterations"] == 1
-        assert row["command"].startswith("stapel-match mcts:")
+        assert list(row["matches"]) == ["random"] and row["positions"] > 0 and row["iterations"] == 1
+        match = row["matches"]["random"]
+        assert match["games"] == 2 and match["wins"] + match["draws"] + match["losses"] == 2
+        assert match["ci"][0] <= match["score"] <= match["ci"][1] and sum(match["pairs"]) == 1
+        assert match["command"].startswith("stapel-match mcts:")
+        assert match["command"].endswith(":sims=2 random --games 2 --variant I")
     table = (tmp_path / "ablations.md").read_text()
     assert (
         "| value_mix_05 | value target: half game result, half the search's value (Gumbel: its improved "
@@ -50,3 +53,37 @@ def test_two_rows_train_score_and_resume(tmp_path, capsys):
     capsys.readouterr()
     assert script.main(argv) == 0  # resumed: both rows are done, nothing is trained again
     assert capsys.readouterr().out.count("done before") == 2
+
+    # Head to head at equal time: the trained rows play again, one against the other's network.
+    opponent = argv.index("--opponent")
+    timed = [*argv[:opponent], "--opponent", "row:new_default", "--time", "0.02", *argv[opponent + 2 :]]
+    assert script.main(timed) == 0
+    out = capsys.readouterr().out
+    assert "hydra.run.dir" not in out  # no row trained again
+    results = json.loads((tmp_path / "ablations.json").read_text())
+    assert list(results["new_default"]["matches"]) == ["random"]  # the opponent row keeps its match
+    match = results["value_mix_05"]["matches"]["row:new_default at 0.02 s"]
+    assert match["games"] == 2 and "random" in results["value_mix_05"]["matches"]
+    new_default = results["new_default"]["checkpoint"]
+    assert match["command"].endswith(f"mcts:{new_default} --games 2 --variant I --time 0.02")
+    table = (tmp_path / "ablations.md").read_text()
+    assert "at 0.02 s a move, both sides against `row:new_default at 0.02 s`" in table
+    assert "| new_default |" in table and " opponent | | |" in table and "| value_mix_05 |" in table
+
+
+def test_records_of_one_match_are_read_as_a_row_with_matches():
+    script = load_script("ablate")
+    old = {"positions": 5, "iterations": 1, "seconds": 9.0, "checkpoint": "c.pt", "games": 2, "score": 50.0}
+    assert script.upgrade(old) == {
+        "positions": 5,
+        "iterations": 1,
+        "seconds": 9.0,
+        "checkpoint": "c.pt",
+        "matches": {"alphabeta:2": {"games": 2, "score": 50.0}},
+    }
+    assert script.upgrade(script.upgrade(old)) == script.upgrade(old)
+
+
+def test_an_unknown_opponent_row_is_refused(tmp_path, capsys):
+    assert load_script("ablate").main(["--opponent", "row:nope", "--out", str(tmp_path)]) == 2
+    assert "unknown row 'nope'" in capsys.readouterr().err
