@@ -91,6 +91,8 @@ ROWS = {
     ),
 }
 _SCORE = re.compile(r"(\d+)-(\d+)-(\d+) \(W-D-L\) of (\d+), score ([\d.]+)% \[([\d.]+)%, ([\d.]+)%\]")
+#: The fields of a row's record that describe its training run (beside ``matches``).
+TRAINING_FIELDS = ("positions", "iterations", "seconds", "checkpoint")
 _PAIRS = re.compile(r"pairs 0/0\.5/1/1\.5/2: (\d+) (\d+) (\d+) (\d+) (\d+)")
 
 
@@ -148,8 +150,8 @@ def match_label(opponent: str, seconds: "float | None") -> str:
     return opponent if seconds is None else f"{opponent} at {seconds:g} s"
 
 
-def table(results: dict, variant: str, minutes: float, label: str, search: str) -> str:
-    """The rows trained so far, each with its match ``label`` (the opponent row marked as such)."""
+def table(results: dict, variant: str, minutes: float, label: str, search: str, reference: "str | None") -> str:
+    """The rows trained so far, each with its match ``label`` (the opponent row ``reference`` marked as such)."""
     lines = [
         f"Variant {variant}, {minutes:g} minutes of `stapel-train` per row on 2 cores, final network {search} "
         f"against `{label}` (colour-swapped pairs from the opening suite, pentanomial 95% interval)",
@@ -159,7 +161,7 @@ def table(results: dict, variant: str, minutes: float, label: str, search: str) 
     ]
     for row, r in results.items():
         first = f"| {row} | {ROWS[row][0]} | {r['positions']:,} | {r['iterations']} |"
-        if label.split(" at ")[0] == f"row:{row}":
+        if row == reference:
             lines.append(f"{first} opponent | | |")
         elif (m := r["matches"].get(label)) is not None:
             pairs = " ".join(str(x) for x in m["pairs"]) if m.get("pairs") else ""
@@ -189,7 +191,7 @@ def upgrade(record: dict) -> dict:
     """A row's record as written before rows kept several matches (one match against ``alphabeta:2``)."""
     if "matches" in record:
         return record
-    training = {k: record[k] for k in ("positions", "iterations", "seconds", "checkpoint")}
+    training = {k: record[k] for k in TRAINING_FIELDS}
     return {**training, "matches": {"alphabeta:2": {k: v for k, v in record.items() if k not in training}}}
 
 
@@ -222,7 +224,8 @@ def main(argv: "list[str] | None" = None) -> int:
 
     def save() -> None:
         atomic_write_bytes(record, json.dumps(results, indent=2).encode())
-        atomic_write_bytes(out / "ablations.md", table(results, args.variant, args.minutes, label, search).encode())
+        text = table(results, args.variant, args.minutes, label, search, reference)
+        atomic_write_bytes(out / "ablations.md", text.encode())
 
     opponent = args.opponent
     if reference is not None:  # the opponent row trains first, and plays as the rows do
@@ -239,7 +242,7 @@ def main(argv: "list[str] | None" = None) -> int:
         results[row]["matches"][label] = match
         print(f"[{row}] {match['score']:.1f}% {match['ci']} after {results[row]['positions']:,} positions", flush=True)
         save()
-    print(table(results, args.variant, args.minutes, label, search))
+    print(table(results, args.variant, args.minutes, label, search, reference))
     return 0
 
 
