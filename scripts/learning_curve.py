@@ -1,6 +1,7 @@
 """Learning curves: rate the network snapshots of training runs on a fixed ladder, Elo against hours.
 
     python scripts/learning_curve.py runs/I/new runs/I/old --variant I --out tournaments/curve_I
+    python scripts/learning_curve.py tournaments/curve_I/learning_curve.json --replot --plot docs/curve_I.png
 
 Every run's ``snapshots/`` (``train.keep_every_minutes``) and its final
 checkpoint are played, with ``--sims`` simulations and no noise, against each
@@ -67,6 +68,19 @@ def draw_curve(ax, xs: "list[float]", rows: "list[dict]", label: str) -> None:
     ax.fill_between(xs, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(), alpha=0.2)
 
 
+def ladder_lines(ladder: "list[dict]", gap: float = 40.0) -> "list[tuple[float, str]]":
+    """The ladder's horizontal lines as (Elo, label), members less than ``gap`` Elo apart on one line
+    with their names joined, so that labels do not print over each other (random and greedy both
+    lose every game to the rest of the ladder and sit at the same Elo)."""
+    lines: "list[tuple[float, str]]" = []
+    for row in sorted(ladder, key=lambda r: r["elo"]):
+        if lines and row["elo"] - lines[-1][0] < gap:
+            lines[-1] = (lines[-1][0], f"{lines[-1][1]}, {row['player']}")
+        else:
+            lines.append((row["elo"], row["player"]))
+    return lines
+
+
 def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, path: pathlib.Path) -> None:
     import matplotlib
 
@@ -76,11 +90,11 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
     fig, ax = plt.subplots(figsize=(8, 5))
     for name, rows in curves.items():
         draw_curve(ax, [r["hours"] for r in rows], rows, name)
-    for row in ladder:
-        ax.axhline(row["elo"], color="grey", ls="--", lw=0.8)
+    for elo, label in ladder_lines(ladder):
+        ax.axhline(elo, color="grey", ls="--", lw=0.8)
         ax.annotate(
-            row["player"],
-            (0, row["elo"]),
+            label,
+            (0, elo),
             xytext=(2, 2),
             textcoords="offset points",
             color="grey",
@@ -98,9 +112,27 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
     plt.close(fig)
 
 
+def replot(results: "list[pathlib.Path]", figure: pathlib.Path) -> int:
+    """Draw the curves of saved ``learning_curve.json`` files on one figure, the first one's ladder."""
+    try:
+        saved = [json.loads(path.read_text()) for path in results]
+    except (OSError, ValueError) as error:
+        print(f"error: --replot needs learning_curve.json files: {error}", file=sys.stderr)
+        return 2
+    if len({s["variant"] for s in saved}) > 1:
+        print("error: --replot: the results are of different variants", file=sys.stderr)
+        return 2
+    curves = {name: rows for s in saved for name, rows in s["curves"].items()}
+    plot(curves, saved[0]["ladder"], saved[0]["variant"], figure)
+    print(f"plot: {figure}")
+    return 0
+
+
 def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("runs", nargs="+", help="training run directories (with snapshots/)")
+    parser.add_argument(
+        "runs", nargs="+", help="training run directories (with snapshots/); with --replot, learning_curve.json files"
+    )
     parser.add_argument("--variant", default="I")
     parser.add_argument("--ladder", nargs="+", default=DEFAULT_LADDER, help="fixed opponents (agent specs)")
     parser.add_argument("--anchor", default="alphabeta:2", help="ladder member rated 0")
@@ -112,6 +144,11 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--out", default=None, help="results folder (default tournaments/learning_curve_<variant>)")
     parser.add_argument("--plot", default=None, help="figure (default docs/learning_curve_<variant>.png)")
     parser.add_argument(
+        "--replot",
+        action="store_true",
+        help="redraw the figure from the learning_curve.json files named as runs, without playing",
+    )
+    parser.add_argument(
         "--ray",
         action="store_true",
         help="play the pairings as Ray tasks (a local Ray uses every core; pip install -e '.[ray]')",
@@ -119,6 +156,8 @@ def main(argv: "list[str] | None" = None) -> int:
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out or f"tournaments/learning_curve_{args.variant}")
     figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
+    if args.replot:
+        return replot([pathlib.Path(r) for r in args.runs], figure)
     try:
         if args.anchor not in args.ladder:
             raise ValueError(f"the anchor {args.anchor!r} must be on the ladder {args.ladder}")

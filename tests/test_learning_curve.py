@@ -85,3 +85,34 @@ def test_a_run_without_snapshots_is_a_clear_error(tmp_path, capsys):
     run = fake_run(tmp_path / "a", [5])
     assert load_script("learning_curve").main([str(run), "--labels", "x", "y"]) == 2
     assert "--labels names 2 curves for 1 runs" in capsys.readouterr().err
+
+
+def test_ladder_members_at_one_elo_share_a_labelled_line():
+    script = load_script("learning_curve")
+    ladder = [
+        {"player": "greedy", "elo": -1227.0},
+        {"player": "alphabeta:2", "elo": 0.0},
+        {"player": "random", "elo": -1227.0},
+        {"player": "alphabeta:4", "elo": 296.0},
+    ]
+    assert script.ladder_lines(ladder) == [(-1227.0, "greedy, random"), (0.0, "alphabeta:2"), (296.0, "alphabeta:4")]
+
+
+def test_replot_draws_saved_results_without_playing(tmp_path, capsys):
+    script = load_script("learning_curve")
+    row = {"elo": 100.0, "ci_low": 50.0, "ci_high": 150.0, "hours": 0.5}
+    saved = {
+        "variant": "II",
+        "ladder": [{"player": "greedy", "elo": 0.0}],
+        "curves": {"run": [row, {**row, "hours": 1.0}]},
+    }
+    results, figure = tmp_path / "learning_curve.json", tmp_path / "curve.png"
+    results.write_text(json.dumps(saved))
+    assert script.main([str(results), "--replot", "--plot", str(figure)]) == 0
+    assert figure.is_file() and figure.stat().st_size > 10_000
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({**saved, "variant": "I"}))
+    assert script.main([str(results), str(other), "--replot", "--plot", str(figure)]) == 2
+    assert "different variants" in capsys.readouterr().err
+    assert script.main([str(tmp_path / "missing.json"), "--replot"]) == 2
+    assert "needs learning_curve.json files" in capsys.readouterr().err
