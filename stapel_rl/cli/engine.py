@@ -29,14 +29,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
-import dataclasses
 import os
 import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import Any, Protocol, TextIO, TypedDict, TypeGuard
+from typing import TextIO
 
 import numpy as np
 
@@ -44,6 +42,7 @@ from stapel_rl import __version__
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.classical.position import Position
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
+from stapel_rl.cli.go_limits import CLASSICAL_MARGIN, CommandError, SearchLimits, positive_int, searches, with_limits
 from stapel_rl.cli.options import add_threads_option, apply_threads_option
 from stapel_rl.env import engine as rules
 from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
@@ -54,67 +53,6 @@ from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.eval.classical_agent import ClassicalAgent
 from stapel_rl.eval.game import agent_full_move
-from stapel_rl.eval.network_agents import UNLIMITED
-
-#: Seconds of a classical ``go movetime`` kept back for the work around the search (as the agent does).
-CLASSICAL_MARGIN = 0.003
-
-
-class CommandError(Exception):
-    """A command that cannot be carried out; reported as ``info string error: ...``."""
-
-
-def _positive_int(name: str, value: str) -> int:
-    try:
-        number = int(value)
-    except ValueError:
-        raise CommandError(f"{name} needs a whole number, got {value!r}") from None
-    if number < 1:
-        raise CommandError(f"{name} must be at least 1, got {number}")
-    return number
-
-
-class _SearchAgent(Agent, Protocol):
-    """An agent with a simulation count to set: ``config``, a dataclass with ``num_simulations``."""
-
-    config: Any
-
-
-class _SearchLimits(TypedDict, total=False):
-    """Keyword arguments of ``Searcher.search`` that one ``go`` sets."""
-
-    depth: "int | None"
-    nodes: "int | None"
-    time_limit: "float | None"
-    deadline: float
-
-
-def _searches(agent: Agent) -> TypeGuard[_SearchAgent]:
-    """Whether ``agent`` has a simulation count to set (a ``config`` dataclass with ``num_simulations``)."""
-    config = getattr(agent, "config", None)
-    return config is not None and dataclasses.is_dataclass(config) and hasattr(config, "num_simulations")
-
-
-def _with_limits(agent: _SearchAgent, nodes: "int | None", seconds: "float | None") -> Agent:
-    """A copy of search agent ``agent`` with the limits of one ``go``.
-
-    ``nodes`` alone: exactly that many simulations. ``seconds``: search by
-    time (the agent needs a ``seconds`` attribute), limited to ``nodes``
-    simulations if given too, else unlimited.
-    """
-    changes: "dict[str, object]" = {}
-    if seconds is not None:
-        changes["seconds"] = seconds
-        nodes = nodes or UNLIMITED
-    elif hasattr(agent, "seconds"):
-        changes["seconds"] = None
-    changes["config"] = dataclasses.replace(agent.config, num_simulations=nodes)
-    if dataclasses.is_dataclass(agent) and not isinstance(agent, type):
-        return dataclasses.replace(agent, **changes)
-    clone = copy.copy(agent)
-    for key, value in changes.items():
-        setattr(clone, key, value)
-    return clone
 
 
 class EngineSession:
@@ -336,12 +274,12 @@ class EngineSession:
             elif key == "depth" and isinstance(self.agent, ClassicalAgent):
                 if i + 1 >= len(args):
                     raise CommandError("go depth needs a number")
-                depth = _positive_int("go depth", args[i + 1])
+                depth = positive_int("go depth", args[i + 1])
                 i += 2
             elif key in ("nodes", "movetime"):
                 if i + 1 >= len(args):
                     raise CommandError(f"go {key} needs a number")
-                value = _positive_int(f"go {key}", args[i + 1])
+                value = positive_int(f"go {key}", args[i + 1])
                 if key == "nodes":
                     nodes = value
                 else:
@@ -364,15 +302,15 @@ class EngineSession:
         if isinstance(agent, ClassicalAgent):
             self._go_classical(state, nodes, movetime, depth, infinite)
             return True
-        searches = _searches(agent)
-        timed = movetime is not None and searches and hasattr(agent, "seconds")
+        simulates = searches(agent)
+        timed = movetime is not None and simulates and hasattr(agent, "seconds")
         seconds = movetime / 1000 if movetime is not None and timed else None  # the go's time, for a timed agent
-        if nodes is not None and not searches:
+        if nodes is not None and not simulates:
             self.info(f"nodes ignored: agent {self.agent_spec!r} has no simulation count")
         if movetime is not None and not timed:
             self.info(f"movetime ignored: agent {self.agent_spec!r} has no time control")
-        if _searches(agent) and (nodes is not None or timed):
-            agent = _with_limits(agent, nodes, seconds)
+        if searches(agent) and (nodes is not None or timed):
+            agent = with_limits(agent, nodes, seconds)
         start = time.perf_counter()
         deadline = start + seconds if seconds is not None else None
         try:
@@ -404,7 +342,7 @@ class EngineSession:
             self.send("info time 0")
             self.send(f"bestmove {moves.texts()[0]}")
             return
-        limits: _SearchLimits
+        limits: SearchLimits
         if infinite:
             limits = {"depth": MAX_DEPTH}
         elif nodes is None and movetime is None and depth is None:
@@ -427,7 +365,7 @@ class EngineSession:
 
         def run() -> None:
             try:
-                result = searcher.search(pos, on_info=lambda info: self.send(_info_line(info)), **limits)
+                result = searcher.search(pos, on_info=lambda info: self.send(info.line()), **limits)
                 elapsed_ms = int(round(1000 * (time.perf_counter() - start)))
                 self.send(f"info time {elapsed_ms} nodes {result.nodes}")
                 self.send(f"bestmove {result.move}")
@@ -452,7 +390,7 @@ class EngineSession:
                 agent.seconds = max(0.0, deadline - time.perf_counter())
 
         def after_decision() -> None:
-            if _searches(agent):
+            if searches(agent):
                 searched.append(getattr(agent, "simulations", agent.config.num_simulations))
 
         with contextlib.redirect_stdout(sys.stderr):
@@ -481,11 +419,6 @@ class EngineSession:
                     return 0
         finally:
             self.wait(stop=self._infinite)  # a timed search still answers; an endless one is stopped
-
-
-def _info_line(info) -> str:
-    """``info depth D seldepth S nodes N nps X time MS score CENTI-MEN pv M1 M2 ...`` of one iteration."""
-    return info.line()
 
 
 def main(argv: "list[str] | None" = None) -> int:
