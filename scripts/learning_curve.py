@@ -112,18 +112,23 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
     plt.close(fig)
 
 
-def replot(results: "list[pathlib.Path]", figure: pathlib.Path) -> int:
-    """Draw the curves of saved ``learning_curve.json`` files on one figure, the first one's ladder."""
+def replot(results: "list[pathlib.Path]", figure: "pathlib.Path | None") -> int:
+    """Draw the curves of saved ``learning_curve.json`` files on one figure, the first one's ladder
+    (``figure`` by default docs/learning_curve_<their variant>.png)."""
     try:
         saved = [json.loads(path.read_text()) for path in results]
-    except (OSError, ValueError) as error:
-        print(f"error: --replot needs learning_curve.json files: {error}", file=sys.stderr)
+        variants = {s["variant"] for s in saved}
+        curves = {name: rows for s in saved for name, rows in s["curves"].items()}
+        ladder = saved[0]["ladder"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as error:
+        print(f"error: --replot needs learning_curve.json files: {error!r}", file=sys.stderr)
         return 2
-    if len({s["variant"] for s in saved}) > 1:
+    if len(variants) > 1:
         print("error: --replot: the results are of different variants", file=sys.stderr)
         return 2
-    curves = {name: rows for s in saved for name, rows in s["curves"].items()}
-    plot(curves, saved[0]["ladder"], saved[0]["variant"], figure)
+    variant = variants.pop()
+    figure = figure or pathlib.Path(f"docs/learning_curve_{variant}.png")
+    plot(curves, ladder, variant, figure)
     print(f"plot: {figure}")
     return 0
 
@@ -155,9 +160,9 @@ def main(argv: "list[str] | None" = None) -> int:
     )
     args = parser.parse_args(argv)
     out = pathlib.Path(args.out or f"tournaments/learning_curve_{args.variant}")
-    figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
     if args.replot:
-        return replot([pathlib.Path(r) for r in args.runs], figure)
+        return replot([pathlib.Path(r) for r in args.runs], pathlib.Path(args.plot) if args.plot else None)
+    figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
     try:
         if args.anchor not in args.ladder:
             raise ValueError(f"the anchor {args.anchor!r} must be on the ladder {args.ladder}")
