@@ -10,6 +10,15 @@ interleaved rounds so that a busy machine slows them alike:
   "onnx": one fused fp32 ONNX Runtime graph, where the ``fast`` extra is
   installed) on the 10x10 grid or the 10x5 compact layout (dark squares only).
 
+Each path's arithmetic rate (GFLOP/s: its positions/s times the
+network's multiply-adds per position) is set against a ceiling measured in
+the same process: the best fp32 rate torch's own convolutions reach on this
+CPU and instruction set, on shapes large enough to keep the vector units
+busy. The baseline's share of that ceiling bounds what any fp32 path on the
+same layout can gain (a fused graph saves passes over memory, not
+arithmetic); past it only fewer operations (the compact layout) or a
+cheaper number format (bf16, int8) go.
+
 The headline compares what self-play runs, the ``precision="auto"`` path (as
 resolved on this CPU) of the layout the default config trains, with the
 baseline. Its accuracy: that path against the same network (same layout, the
@@ -35,6 +44,7 @@ import numpy as np
 import torch
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.env.observation import LAYOUTS, NUM_PLANES
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.accuracy import compare
@@ -73,6 +83,49 @@ def paths(size: str) -> "dict[str, NetworkEvaluator]":
         for precision in precisions:
             evaluators[f"{precision} {layout}"] = NetworkEvaluator(net, "cpu", precision=precision)
     return evaluators
+
+
+#: Shapes of the ceiling's convolutions: (batch, channels, side), 3x3 kernels, 0.6-2.4 GFLOP a call.
+CEILING_SHAPES = ((32, 64, 32), (32, 128, 16), (16, 256, 16))
+
+
+def flops_per_position(net: PolicyValueNet) -> float:
+    """Floating-point operations (two per multiply-add) of ``net``'s convolutions and linear layers, one position."""
+    total = 0
+
+    def count(module: torch.nn.Module, _inputs: object, output: torch.Tensor) -> None:
+        nonlocal total
+        if isinstance(module, torch.nn.Conv2d):
+            kernel = module.kernel_size[0] * module.kernel_size[1]
+            total += 2 * output.numel() * kernel * module.in_channels // module.groups
+        elif isinstance(module, torch.nn.Linear):
+            total += 2 * output.numel() * module.in_features
+
+    hooks = [m.register_forward_hook(count) for m in net.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
+    try:
+        with torch.no_grad():
+            net.eval()(torch.zeros(1, NUM_PLANES, *LAYOUTS[net.layout]))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    return float(total)
+
+
+def conv_ceiling(rounds: int) -> float:
+    """GFLOP/s of torch's fastest fp32 3x3 convolution over ``CEILING_SHAPES`` (best call of each), on this CPU."""
+    best = 0.0
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for batch, channels, side in CEILING_SHAPES:
+            x = torch.randn(batch, channels, side, side, generator=generator)
+            w = torch.randn(channels, channels, 3, 3, generator=generator)
+            flops = 2 * batch * channels * channels * 9 * side * side
+            torch.nn.functional.conv2d(x, w, padding=1)  # warm-up: oneDNN picks and builds its kernel
+            for _ in range(rounds):
+                start = time.perf_counter()
+                torch.nn.functional.conv2d(x, w, padding=1)
+                best = max(best, flops / (time.perf_counter() - start) / 1e9)
+    return best
 
 
 def measure(evaluators: "dict[str, NetworkEvaluator]", state, rounds: int, calls: int) -> "dict[str, float]":
@@ -115,11 +168,24 @@ def main() -> None:
     trained_size, layout = default_model()
     new_path = f"{auto} {layout}"  # what self-play runs with the default config
     rates: "dict[str, dict[str, float]]" = {}
-    print(f"\n{'size':>8} {'path':>21} {'positions/s':>12} {'vs fp32 grid':>13}")
+    ceiling = conv_ceiling(args.rounds)
+    print(f"ceiling: torch's fp32 3x3 convolution at {ceiling:,.0f} GFLOP/s on this CPU, {args.threads} threads")
+    print(f"\n{'size':>8} {'path':>21} {'positions/s':>12} {'vs fp32 grid':>13} {'GFLOP/s':>8} {'of ceiling':>10}")
     for size in args.sizes:
+        flops = {
+            layout: flops_per_position(PolicyValueNet(dataclasses.replace(PRESETS[size], layout=layout)))
+            for layout in ("grid", "compact")
+        }
         rates[size] = measure(paths(size), state, args.rounds, calls=max(2, 4096 // args.batch))
         for name, rate in rates[size].items():
-            print(f"{size:>8} {name:>21} {rate:>12,.0f} {rate / rates[size][BASELINE]:>12.2f}x", flush=True)
+            gflops = rate * flops[name.split()[1]] / 1e9
+            print(
+                f"{size:>8} {name:>21} {rate:>12,.0f} {rate / rates[size][BASELINE]:>12.2f}x "
+                f"{gflops:>8,.0f} {100 * gflops / ceiling:>9.0f}%",
+                flush=True,
+            )
+        bound = ceiling / (rates[size][BASELINE] * flops["grid"] / 1e9)
+        print(f"{size:>8} an fp32 path on the 10x10 grid can gain at most about {bound:.1f}x here (the ceiling)")
 
     net, _ = load_network(args.checkpoint or TRAINED[layout])
     same_size = (net.config.blocks, net.config.channels) == (
