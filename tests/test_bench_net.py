@@ -4,8 +4,8 @@ import dataclasses
 
 import pytest
 import torch
-from scripts import load_script
 
+from scripts import load_script
 from stapel_rl.env.observation import LAYOUTS
 from stapel_rl.models import PRESETS, PolicyValueNet
 

@@ -10,7 +10,14 @@ from boards import fen
 from scripts import load_script
 from stapel_rl.classical import features, nnue
 from stapel_rl.classical.board import board_key, occupancy
-from stapel_rl.classical.evaluation import load_weights, square_sum
+from stapel_rl.classical.evaluation import (
+    FEATURES,
+    NUM_FEATURES,
+    evaluate,
+    evaluate_incremental,
+    load_weights,
+    square_sum,
+)
 from stapel_rl.classical.incremental import play
 from stapel_rl.classical.movegen import MAX_MOVES, generate, new_move_buffer, new_scratch
 from stapel_rl.classical.position import Position
@@ -111,9 +118,25 @@ def test_incremental_accumulator_equals_a_full_recomputation(variant_name):
             assert nnue.forward(accs[ply + 1], side, 0, 0, net.w1, net.b1, net.w2, net.head) == nnue.forward(
                 fresh, side, 0, 0, net.w1, net.b1, net.w2, net.head
             )
+            # The hand-written evaluation the search computes from its incremental state is evaluate's too.
+            incremental = evaluate_incremental(side, occ[ply + 1, 0], occ[ply + 1, 1], sums[ply + 1], weights)
+            assert incremental == evaluate(h, c, side, weights, np.zeros(NUM_FEATURES, np.int64))
             checked += 1
             tall += int(h.max() >= 4)
     assert checked > 300 and tall > 0  # long games, tall stacks among them
+
+
+@pytest.mark.parametrize("side", ["W", "B"])
+def test_the_search_evaluation_counts_the_side_with_fewer_moves_signed(side):
+    # White's man on the edge (46) has one plain move, Black's two men (13, 24) in open play four: the
+    # mobility difference is negative from White's view, where unsigned counts once wrapped.
+    pos = Position.from_fen(fen(side, {46: "w", 13: "b", 24: "b"}))
+    weights = load_weights("I")
+    white, black = occupancy(pos.h, pos.c)
+    mobility = features(pos.h, pos.c, 0)[FEATURES.index("mobility")]
+    assert mobility == 1 - 4
+    full = evaluate(pos.h, pos.c, pos.side, weights, np.zeros(NUM_FEATURES, np.int64))
+    assert evaluate_incremental(pos.side, white, black, square_sum(pos.h, pos.c, weights), weights) == full
 
 
 def test_a_saved_net_loads_with_the_same_arrays_and_bad_files_say_why(tmp_path):
