@@ -129,7 +129,7 @@ def test_incremental_accumulator_equals_a_full_recomputation(variant_name):
 @pytest.mark.parametrize("side", ["W", "B"])
 def test_the_search_evaluation_counts_the_side_with_fewer_moves_signed(side):
     # White's man on the edge (46) has one plain move, Black's two men (13, 24) in open play four: the
-    # mobility difference is negative from White's view, where unsigned counts once wrapped.
+    # mobility difference is negative from White's view, where a difference of unsigned counts would wrap.
     pos = Position.from_fen(fen(side, {46: "w", 13: "b", 24: "b"}))
     weights = load_weights("I")
     white, black = occupancy(pos.h, pos.c)
