@@ -70,10 +70,16 @@ def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_a
 
 
 def _one_core() -> None:
-    """Every side searches on one core (the field's equal hardware; the classical engine is serial),
-    set before torch is imported: on a shared machine torch's threads would stall batch-1 calls."""
+    """Every side searches on one core (the field's equal hardware; the classical engine is serial):
+    on a shared machine torch's threads would stall batch-1 calls.
+
+    The variables hold for libraries not yet loaded; torch, if some import has loaded it
+    already, has read them and is told directly.
+    """
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         os.environ[name] = "1"
+    if "torch" in sys.modules:
+        sys.modules["torch"].set_num_threads(1)
 
 
 def _job_process(parent: int) -> None:

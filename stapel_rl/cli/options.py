@@ -5,8 +5,6 @@ from __future__ import annotations
 
 import argparse
 
-import torch
-
 from stapel_rl.eval.openings import SOURCES
 
 
@@ -52,4 +50,7 @@ def apply_threads_option(args: argparse.Namespace) -> None:
     """Use ``args.threads`` torch threads (ONNX Runtime's graphs take torch's count); ValueError below 1."""
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
+    # Imported here: a match job sets its threads before torch starts its thread pool (match._one_core).
+    import torch
+
     torch.set_num_threads(args.threads)

@@ -1,6 +1,7 @@
 """Tournaments (resume after a kill), PDN records, the match and SPRT commands."""
 
 import json
+import os
 import subprocess
 import sys
 
@@ -126,3 +127,36 @@ def test_match_plays_colour_swapped_pairs_from_random_openings(capsys):
     assert line.startswith("alphabeta:1 vs greedy (Variant II): ") and "of 6" in line and "95% CI" in line
     assert main(["greedy", "random", "--variant", "III"]) == 2
     assert "unknown variant 'III'" in capsys.readouterr().err
+
+
+def test_match_jobs_search_on_one_thread():
+    """A job of ``stapel-match --jobs N`` runs torch on one thread, as play_in_parallel starts it:
+    with the machine's default threads, two jobs' batch-1 network calls stall each other."""
+    import concurrent.futures
+    import multiprocessing
+
+    import torch
+
+    from stapel_rl.cli import match
+
+    context = multiprocessing.get_context("spawn")
+    with concurrent.futures.ProcessPoolExecutor(
+        1, mp_context=context, initializer=match._job_process, initargs=(os.getpid(),)
+    ) as pool:
+        assert pool.submit(torch.get_num_threads).result(timeout=120) == 1
+
+
+def test_one_core_tells_a_loaded_torch(monkeypatch):
+    import torch
+
+    from stapel_rl.cli import match
+
+    before = torch.get_num_threads()
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    try:
+        torch.set_num_threads(2)
+        match._one_core()
+        assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
+    finally:
+        torch.set_num_threads(before)
