@@ -43,7 +43,7 @@ from stapel_rl._malloc import tune_malloc
 from stapel_rl.classical.position import Position
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
 from stapel_rl.cli.go_limits import CLASSICAL_MARGIN, CommandError, SearchLimits, positive_int, searches, with_limits
-from stapel_rl.cli.options import add_threads_option, apply_threads_option
+from stapel_rl.cli.threads import add_threads_option, apply_threads_option
 from stapel_rl.env import engine as rules
 from stapel_rl.env import expand_full_moves, from_fens, get_variant, to_fens
 from stapel_rl.env.notation import find_move

@@ -1,5 +1,7 @@
-"""The commands' shared options: the match options of ``stapel-match``, ``stapel-tournament`` and
-``stapel-sprt``, and the agent's threads (``stapel-engine``)."""
+"""The options every command that plays matches shares: ``stapel-match``, ``stapel-tournament``, ``stapel-sprt``.
+
+No torch here: a ``stapel-match`` job imports this module before it sets its threads (``match._one_core``).
+"""
 
 from __future__ import annotations
 
@@ -33,24 +35,3 @@ def check_match_options(args: argparse.Namespace) -> None:
     seconds = getattr(args, "time", None)
     if seconds is not None and not seconds > 0:
         raise ValueError(f"--time must be a positive number of seconds, got {seconds:g}")
-
-
-def add_threads_option(parser: argparse.ArgumentParser) -> None:
-    """Add ``--threads`` (default 1): the cores the agent's network may use."""
-    parser.add_argument(
-        "--threads",
-        type=int,
-        default=1,
-        help="cores the agent's network may use (default 1: on a shared machine, more threads stall "
-        "the search's small network calls, and an engine shares the machine with its opponent)",
-    )
-
-
-def apply_threads_option(args: argparse.Namespace) -> None:
-    """Use ``args.threads`` torch threads (ONNX Runtime's graphs take torch's count); ValueError below 1."""
-    if args.threads < 1:
-        raise ValueError(f"--threads must be at least 1, got {args.threads}")
-    # Imported here: a match job sets its threads before torch starts its thread pool (match._one_core).
-    import torch
-
-    torch.set_num_threads(args.threads)
