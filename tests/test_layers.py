@@ -197,6 +197,14 @@ def test_the_engine_imports_neither_gymnasium_nor_torch(module):
     assert out.stdout.strip() == "[]"
 
 
+def test_stapel_match_loads_no_torch_before_its_jobs_start():
+    """A spawned job of ``stapel-match --jobs N`` re-imports the main module before its set-up runs:
+    torch loaded there starts with the machine's threads (the thread bug fixed in 333b419)."""
+    code = "import sys, stapel_rl.cli.match; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_the_contract_sees_wrong_imports(tmp_path):
     """The checker itself, on a made-up package: an upward import, a cycle, an import inside a function."""
     for name, text in {
