@@ -27,7 +27,8 @@ import re
 import subprocess
 import sys
 
-from stapel_rl.models.checkpoint import atomic_write_bytes, list_checkpoints, load
+from stapel_rl.models.checkpoint import list_checkpoints, load
+from stapel_rl.records import atomic_write_bytes
 
 #: name -> (what changes against the old default, stapel-train overrides)
 ROWS = {

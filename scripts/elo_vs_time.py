@@ -32,8 +32,8 @@ from tqdm import tqdm
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.ratings import rate
-from stapel_rl.eval.tournament import TournamentConfig, load_results, run
-from stapel_rl.models.checkpoint import code_version
+from stapel_rl.eval.tournament import TournamentConfig, run
+from stapel_rl.records import code_version, load_jsonl
 
 TIMES = [0.1, 0.25, 0.5, 1.0, 2.0]
 
@@ -111,7 +111,7 @@ def main(argv: "list[str] | None" = None) -> int:
     pairings = schedule(len(families), len(args.times), args.reach)
     config = TournamentConfig(players, variant, args.pairs, seed=args.seed, schedule=pairings, one_at_a_time=True)
     with tqdm(total=2 * args.pairs * len(pairings), desc="games", unit="game") as bar:
-        bar.update(len(load_results(out / "games.jsonl")))
+        bar.update(len(load_jsonl(out / "games.jsonl")))
         games = run(config, out, progress=bar, use_ray=args.ray)
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]

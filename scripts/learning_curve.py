@@ -27,8 +27,9 @@ from tqdm import tqdm
 
 from stapel_rl.env import get_variant
 from stapel_rl.eval.ratings import rate
-from stapel_rl.eval.tournament import TournamentConfig, load_results, run
-from stapel_rl.models.checkpoint import code_version, list_checkpoints, load
+from stapel_rl.eval.tournament import TournamentConfig, run
+from stapel_rl.models.checkpoint import list_checkpoints, load
+from stapel_rl.records import code_version, load_jsonl
 
 #: Anchors from random play to the classical engine at 1 s a move, so that the scale does not saturate.
 DEFAULT_LADDER = [
@@ -182,7 +183,7 @@ def main(argv: "list[str] | None" = None) -> int:
     ]
     config = TournamentConfig(players, get_variant(args.variant), args.pairs, seed=args.seed, schedule=schedule)
     with tqdm(total=2 * args.pairs * len(schedule), desc="games", unit="game") as bar:
-        bar.update(len(load_results(out / "games.jsonl")))
+        bar.update(len(load_jsonl(out / "games.jsonl")))
         games = run(config, out, progress=bar, use_ray=args.ray)
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]

@@ -26,7 +26,7 @@ from tqdm import tqdm
 from stapel_rl.classical import Position, Searcher
 from stapel_rl.env import apply_move, get_variant, initial_fen, legal_moves
 from stapel_rl.eval.openings import suite_path
-from stapel_rl.models.checkpoint import code_version
+from stapel_rl.records import code_version
 
 
 def candidates(variant, count: int, min_plies: int, max_plies: int, rng: np.random.Generator) -> "list[str]":

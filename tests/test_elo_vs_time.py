@@ -3,7 +3,7 @@
 import json
 
 from scripts import load_script
-from stapel_rl.eval.tournament import load_results
+from stapel_rl.records import load_jsonl
 
 
 def test_players_meet_within_reach_cheapest_first():
@@ -42,10 +42,10 @@ def test_a_small_run_rates_every_player_and_resumes(tmp_path):
     argv = ["--families", "classical:nodes=300", "classical:nodes=30", "--times", "0.01", "0.02"]
     argv += ["--pairs", "1", "--out", str(out), "--plot", str(figure)]
     assert script.main(argv) == 0
-    games = load_results(out / "games.jsonl")
+    games = load_jsonl(out / "games.jsonl")
     assert len(games) == 2 * len(script.schedule(2, 2, 1))
     result = json.loads((out / "elo_vs_time.json").read_text())
     assert [len(rows) for rows in result["points"].values()] == [2, 2]
     assert result["anchor"] == "classical:nodes=300:time=0.01" and figure.stat().st_size > 0
     assert script.main(argv) == 0  # a rerun plays nothing new
-    assert len(load_results(out / "games.jsonl")) == len(games)
+    assert len(load_jsonl(out / "games.jsonl")) == len(games)

@@ -25,6 +25,7 @@ LAYERS: "list[tuple[str, ...]]" = [
     ("stapel_rl.env",),  # the rules: numpy only
     ("stapel_rl.bundled", "stapel_rl._malloc", "stapel_rl.cluster"),  # shipped files, allocator, Ray set-up
     ("stapel_rl",),  # the package root: the version and pretrained()
+    ("stapel_rl.records",),  # the code version, files that survive a kill (torch-free)
     # The adapters around the rules for other libraries' interfaces.
     ("stapel_rl.env.gym_env", "stapel_rl.openspiel"),
     ("stapel_rl.env.vector_env", "stapel_rl.env.pettingzoo_env"),  # they share the Gym env's spaces

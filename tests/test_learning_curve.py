@@ -6,8 +6,8 @@ import pathlib
 import pytest
 
 from scripts import load_script
-from stapel_rl.eval.tournament import load_results
 from stapel_rl.models import checkpoint
+from stapel_rl.records import load_jsonl
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 TRAINED = ROOT / "tests" / "data" / "small_compact_I.pt"
@@ -70,12 +70,12 @@ def test_curves_of_two_runs_on_one_ladder(tmp_path):
     assert ladder["greedy"]["elo"] == 0.0
     for row in result["curves"]["new"] + result["curves"]["old"]:
         assert row["ci_low"] <= row["elo"] <= row["ci_high"] and row["games"] == 4  # 2 ladder members x 1 pair
-    games = load_results(out / "games.jsonl")
+    games = load_jsonl(out / "games.jsonl")
     assert len(games) == 2 + 3 * 4  # the ladder pair, then each snapshot against each member
     assert figure.is_file() and figure.stat().st_size > 10_000
     # Rerun: everything is in games.jsonl already, no game is played again.
     assert script.main(argv) == 0
-    assert len(load_results(out / "games.jsonl")) == len(games)
+    assert len(load_jsonl(out / "games.jsonl")) == len(games)
 
 
 def test_a_run_without_snapshots_is_a_clear_error(tmp_path, capsys):

@@ -3,6 +3,7 @@
     stapel-match mcts:variant_I classical greedy --games 200 --variant I
     stapel-match mcts:variant_I classical --time 0.5 --jobs 2          # equal time: 0.5 s a move each side
     stapel-match mcts:variant_I:time=0.5 classical:time=0.05 --time 0.5  # time odds: a spec's own time= wins
+    stapel-match mcts:variant_I classical --time 0.5 --record eq.jsonl   # resumable: the same command after a kill
 
 Each pair of games starts from one opening and gives each side both colours,
 so deterministic agents do not replay one game over and over and the luck of
@@ -21,18 +22,22 @@ this process too.
 Per opponent it prints wins/draws/losses, the score and the Elo difference
 with pentanomial 95% intervals (from the spread of the pair scores), the
 pentanomial counts (pairs scoring 0, 0.5, 1, 1.5, 2) and the average time
-each side used per move.
+each side used per move. ``--record PATH`` keeps every finished pair in a
+JSON-lines file (``stapel_rl.records``); the same command again resumes a
+killed match from it.
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import multiprocessing
 import os
 import sys
 import threading
 import time
+from collections.abc import Callable
 
 import numpy as np
 from tqdm import tqdm
@@ -43,6 +48,7 @@ from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_spec
 from stapel_rl.eval.openings import opening_fens
+from stapel_rl.records import append_jsonl, code_version, start_jsonl
 
 _AGENTS: "dict[str, object]" = {}
 
@@ -108,51 +114,109 @@ def _merge(results: "list[MatchResult]") -> MatchResult:
     )
 
 
+#: A finished task: the indices of the openings it played (each twice) and its result.
+Played = tuple[np.ndarray, MatchResult]
+
+
 def play_in_parallel(
-    a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool, jobs: int, progress: bool = False
+    a: str,
+    b: str,
+    variant: str,
+    fens: "list[str]",
+    seed: int,
+    one_at_a_time: bool,
+    jobs: int,
+    progress: bool = False,
+    done: "list[Played] | None" = None,
+    on_played: "Callable[[np.ndarray, MatchResult], None] | None" = None,
 ) -> "tuple[MatchResult, np.ndarray]":
     """``play_pairs`` over ``jobs`` processes; returns the merged result and each game's pair index.
 
     With one game at a time (``--time``) each pair is its own task, so a bar can show the running
     score, the rate and the time left; batched matches split the pairs into one chunk per job.
+    ``done`` holds pairs already played (a resumed match): they are merged in, not played again.
+    ``on_played`` sees each task as it finishes. A task's seed is ``seed`` plus its first pair's
+    index, so a resumed match plays each pair as an uninterrupted one would.
     """
-    jobs = max(1, min(jobs, len(fens)))
+    finished: "list[Played]" = list(done or [])
+    have = {int(i) for pairs, _ in finished for i in pairs}
+    todo = np.array([i for i in range(len(fens)) if i not in have], dtype=np.int64)
+    jobs = max(1, min(jobs, todo.size))
     if one_at_a_time:
-        chunks = [np.array([i]) for i in range(len(fens))]
+        chunks = [todo[i : i + 1] for i in range(todo.size)]
     else:
-        chunks = [c for c in np.array_split(np.arange(len(fens)), jobs) if c.size]
+        chunks = [c for c in np.array_split(todo, jobs) if c.size]
     bar = tqdm(
-        total=len(fens), unit="pair", desc=f"{a} vs {b}", disable=not progress or len(chunks) == 1, dynamic_ncols=True
+        total=len(fens),
+        initial=len(have),
+        unit="pair",
+        desc=f"{a} vs {b}",
+        disable=not progress or len(chunks) <= 1,
+        dynamic_ncols=True,
     )
-    done: "list[MatchResult]" = []
 
-    def advance(result: MatchResult, size: int) -> None:
-        done.append(result)
-        score = np.concatenate([r.scores for r in done])
+    def advance(pairs: np.ndarray, result: MatchResult) -> None:
+        finished.append((pairs, result))
+        if on_played is not None:
+            on_played(pairs, result)
+        score = np.concatenate([r.scores for _, r in finished])
         bar.set_postfix(score=f"{100 * score.mean():.1f}%", games=score.size, refresh=False)
-        bar.update(size)
+        bar.update(pairs.size)
 
-    results: "list[MatchResult]"
-    if jobs == 1:
-        results = []
-        for j, c in enumerate(chunks):
-            results.append(play_pairs(a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time))
-            advance(results[-1], c.size)
+    def task(c: np.ndarray) -> tuple:
+        return (a, b, variant, [fens[i] for i in c], seed + int(c[0]), one_at_a_time)
+
+    if jobs == 1 or len(chunks) <= 1:
+        for c in chunks:
+            advance(c, play_pairs(*task(c)))
     else:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
         with concurrent.futures.ProcessPoolExecutor(
             jobs, mp_context=context, initializer=_job_process, initargs=(os.getpid(),)
         ) as pool:
-            futures = [
-                pool.submit(play_pairs, a, b, variant, [fens[i] for i in c], seed + j, one_at_a_time)
-                for j, c in enumerate(chunks)
-            ]
+            futures = {pool.submit(play_pairs, *task(c)): c for c in chunks}
             for future in concurrent.futures.as_completed(futures):
-                advance(future.result(), chunks[futures.index(future)].size)
-            results = [f.result() for f in futures]
+                advance(futures[future], future.result())
     bar.close()
-    pair = np.concatenate([np.tile(c, 2) for c in chunks])
-    return _merge(results), pair
+    finished.sort(key=lambda played: int(played[0][0]))
+    pair = np.concatenate([np.tile(c, 2) for c, _ in finished])
+    return _merge([r for _, r in finished]), pair
+
+
+def resumed(records: "list[dict]", a: str, b: str, variant: str, fens: "list[str]", seed: int) -> "list[Played]":
+    """The tasks of ``a`` against ``b`` in ``records`` (a ``--record`` file) played with ``seed`` whose
+    openings are ``fens``' at the same indices: pairs of another match, seed or opening choice are not
+    this match's."""
+    played: "list[Played]" = []
+    have: "set[int]" = set()
+    for number, r in enumerate(records, 1):
+        try:
+            if (r["agent"], r["opponent"], r["variant"], r["seed"]) != (a, b, variant, seed):
+                continue
+            pairs = np.asarray(r["pairs"], dtype=np.int64)
+            fits = all(0 <= i < len(fens) and fens[i] == fen for i, fen in zip(pairs, r["fens"], strict=True))
+            if fits and not have & set(pairs.tolist()):  # a pair recorded twice counts once
+                played.append((pairs, MatchResult.from_dict(r["result"])))
+                have |= set(pairs.tolist())
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"record {number} is not a stapel-match pair record ({error!r})") from None
+    return played
+
+
+def record_pairs(
+    path: str,
+    a: str,
+    b: str,
+    variant: str,
+    fens: "list[str]",
+    seed: int,
+    version: str,
+    pairs: np.ndarray,
+    result: MatchResult,
+) -> None:
+    """Append a finished task to ``--record``'s file (``resumed`` reads it back)."""
+    entry = {"agent": a, "opponent": b, "variant": variant, "pairs": pairs.tolist(), "fens": [fens[i] for i in pairs]}
+    append_jsonl(path, {**entry, "seed": seed, "result": result.to_dict(), "code_version": version})
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -164,8 +228,15 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("opponents", nargs="+", help="opponent specs")
     parser.add_argument("--games", type=int, default=200, help="games per opponent (rounded up to whole pairs)")
     parser.add_argument("--jobs", type=int, default=1, help="processes that play the pairs (default 1)")
+    parser.add_argument(
+        "--record",
+        metavar="PATH",
+        default=None,
+        help="JSON-lines file each finished pair is appended to; the same command again resumes a killed match",
+    )
     add_match_options(parser)
     args = parser.parse_args(argv)
+    records: "list[dict]" = []
     try:
         check_match_options(args)
         if args.jobs < 1:
@@ -174,16 +245,41 @@ def main(argv: "list[str] | None" = None) -> int:
         specs = [timed_spec(s, args.time) for s in (args.agent, *args.opponents)]
         for spec in specs:
             make_agent(spec)  # a bad spec fails here, before any game
-    except ValueError as error:
+        if args.record is not None:
+            records = start_jsonl(args.record)
+    except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     pairs = max(1, (args.games + 1) // 2)
+    version = code_version() if args.record is not None else ""
     clock = f", {args.time:g} s a move" if args.time is not None else ""
     for index, opponent in enumerate(specs[1:]):
         start = time.perf_counter()
         fens = opening_fens(variant, pairs, args.openings, args.opening_plies, seed=args.seed * 7919 + index)
+        try:
+            done = resumed(records, specs[0], opponent, variant.name, fens, args.seed)
+        except ValueError as error:
+            print(f"error: {args.record}: {error}", file=sys.stderr)
+            return 2
+        if done:
+            print(f"{specs[0]} vs {opponent}: {sum(p.size for p, _ in done)} of {pairs} pairs from {args.record}")
+
+        on_played = None
+        if args.record is not None:
+            on_played = functools.partial(
+                record_pairs, args.record, specs[0], opponent, variant.name, fens, args.seed, version
+            )
         result, pair = play_in_parallel(
-            specs[0], opponent, variant.name, fens, args.seed, args.time is not None, args.jobs, progress=True
+            specs[0],
+            opponent,
+            variant.name,
+            fens,
+            args.seed,
+            args.time is not None,
+            args.jobs,
+            progress=True,
+            done=done,
+            on_played=on_played,
         )
         mine, theirs = result.time_per_move()
         print(

@@ -27,8 +27,8 @@ from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.ratings import rate
-from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, load_results, run
-from stapel_rl.models.checkpoint import code_version
+from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
+from stapel_rl.records import code_version, load_jsonl
 
 
 def plot_elo_vs_step(rows: "list[dict]", path: pathlib.Path) -> bool:
@@ -96,7 +96,7 @@ def main(argv: "list[str] | None" = None) -> int:
         _check_resume(out, config)
         total = 2 * config.pairs * len(config.pairings())
         with tqdm(total=total, desc="games", unit="game") as bar:
-            bar.update(min(total, len(load_results(out / "games.jsonl"))))
+            bar.update(min(total, len(load_jsonl(out / "games.jsonl"))))
             games = run(config, out, progress=bar, ray_address=args.address, use_ray=args.ray)
     except (ValueError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)

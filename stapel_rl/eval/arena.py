@@ -64,6 +64,14 @@ class MatchResult:
         wins, draws = int((self.scores == 1).sum()), int((self.scores == 0.5).sum())
         return f"{wins}-{draws}-{self.scores.size - wins - draws} (W-D-L) of {self.scores.size}"
 
+    def to_dict(self) -> "dict[str, list]":
+        """The fields as JSON-ready lists (``from_dict`` reads them back)."""
+        return {f.name: getattr(self, f.name).tolist() for f in dataclasses.fields(self)}
+
+    @classmethod
+    def from_dict(cls, fields: "dict[str, list]") -> MatchResult:
+        return cls(**{f.name: np.asarray(fields[f.name]) for f in dataclasses.fields(cls)})
+
     def summary(self, pair: "np.ndarray | None" = None) -> str:
         """The result as every command prints it: the record, then, with the games' pairs ``pair``
         ``int [G]`` (colour-swapped openings), the pentanomial score and Elo with their intervals."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import glob
-import json
 import pathlib
 import re
 from collections.abc import Iterator
@@ -29,6 +28,7 @@ from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.openings import opening_fens
+from stapel_rl.records import append_jsonl, start_jsonl
 
 _CHECKPOINT_STEP = re.compile(r"ckpt_(\d+)\.pt$")
 
@@ -86,19 +86,6 @@ class TournamentConfig:
         if self.gauntlet:
             return [(0, j) for j in range(1, n)]
         return [(i, j) for i in range(n) for j in range(i + 1, n)]
-
-
-def load_results(path: pathlib.Path) -> "list[dict]":
-    """Games recorded so far (a torn last line from a kill is ignored)."""
-    if not path.is_file():
-        return []
-    games = []
-    for line in path.read_text().splitlines():
-        try:
-            games.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return games
 
 
 @dataclasses.dataclass
@@ -182,13 +169,11 @@ def run(
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "games.jsonl"
-    games = load_results(path)
-    path.write_text("".join(json.dumps(g) + "\n" for g in games))  # drop a torn last line
+    games = start_jsonl(path)
 
     def append(entry: dict) -> None:
         games.append(entry)
-        with path.open("a") as f:
-            f.write(json.dumps(entry) + "\n")
+        append_jsonl(path, entry)
         if progress is not None:
             progress.update(1)
 

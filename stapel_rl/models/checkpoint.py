@@ -11,51 +11,15 @@ import io
 import os
 import pathlib
 import re
-import subprocess
-import tempfile
 from typing import Any
 
 import torch
 
-import stapel_rl
 from stapel_rl.bundled import resolve_checkpoint
 from stapel_rl.models.network import NetworkConfig, PolicyValueNet
+from stapel_rl.records import atomic_write_bytes, code_version
 
 _NAME = re.compile(r"^ckpt_(\d+)\.pt$")
-
-
-def code_version() -> str:
-    """Package version plus the git commit (and ``-dirty``) when run from a checkout."""
-    root = pathlib.Path(stapel_rl.__file__).resolve().parent.parent
-    try:
-        commit = subprocess.run(
-            ["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True, timeout=5
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-        ).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        commit, dirty = "", ""
-    return f"{stapel_rl.__version__}+{commit}{'-dirty' if dirty else ''}" if commit else stapel_rl.__version__
-
-
-def atomic_write_bytes(path: "str | os.PathLike", data: bytes) -> None:
-    """Write ``data`` to a temporary file beside ``path``, then rename it over ``path``."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        pathlib.Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def save(directory: "str | os.PathLike", step: int, payload: "dict[str, Any]", keep: int = 3) -> pathlib.Path:

@@ -11,7 +11,8 @@ import pytest
 from stapel_rl.env import VARIANT_I, init, step
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.eval.pdn import read_games, write_game
-from stapel_rl.eval.tournament import TournamentConfig, load_results, run
+from stapel_rl.eval.tournament import TournamentConfig, run
+from stapel_rl.records import load_jsonl
 
 
 def random_game(variant, seed):
@@ -55,7 +56,7 @@ def test_killed_tournament_resumes_without_replaying(tmp_path):
     kept = [json.loads(x) for x in lines[:4]]
     again = run(config, tmp_path)
     assert len(again) == 6 and again[:4] == kept
-    assert len(load_results(path)) == 6
+    assert len(load_jsonl(path)) == 6
     keys = {(g["white"], g["black"], g["opening"]) for g in again}
     assert len(keys) == 6  # every (colour, opening) game exactly once
     assert {g["pair"] for g in again} == {"0:0", "0:1", "0:2"}
