@@ -195,9 +195,10 @@ def resumed(records: "list[dict]", a: str, b: str, variant: str, fens: "list[str
                 continue
             pairs = np.asarray(r["pairs"], dtype=np.int64)
             fits = all(0 <= i < len(fens) and fens[i] == fen for i, fen in zip(pairs, r["fens"], strict=True))
-            if fits and not have & set(pairs.tolist()):  # a pair recorded twice counts once
+            indices = set(pairs.tolist())
+            if fits and not have & indices:  # a pair recorded twice counts once
                 played.append((pairs, MatchResult.from_dict(r["result"])))
-                have |= set(pairs.tolist())
+                have |= indices
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"record {number} is not a stapel-match pair record ({error!r})") from None
     return played
