@@ -18,7 +18,7 @@ import numpy as np
 
 from stapel_rl.env import engine, to_fens
 from stapel_rl.env.sampling import random_legal_actions
-from stapel_rl.env.state import State
+from stapel_rl.env.state import State, put, take
 from stapel_rl.env.variants import Variant, get_variant
 
 SUITE_DIR = pathlib.Path(__file__).resolve().parent / "openings"
@@ -43,10 +43,15 @@ def random_opening_states(variant: "Variant | str", count: int, plies: int, rng:
     for _ in range(plies):
         state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
         state = engine.reset_games(state, state.done)
-    # Finish any capture under way so that every opening is a position text.
-    while (state.capturing >= 0).any():
-        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-    return state
+    # Finish any capture under way so that every opening is a position text. Only those games move:
+    # stepping the whole batch would play on every game while any one is capturing, and in a large
+    # batch one nearly always is.
+    capturing = np.flatnonzero(state.capturing >= 0)
+    while capturing.size:
+        games = take(state, capturing)
+        state = put(state, capturing, engine.step(games, random_legal_actions(games.legal_action_mask, rng)))
+        capturing = np.flatnonzero(state.capturing >= 0)
+    return engine.reset_games(state, state.done)
 
 
 def random_openings(variant: "Variant | str", count: int, plies: int, seed: int) -> "list[str]":

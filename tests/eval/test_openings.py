@@ -12,7 +12,7 @@ import pytest
 from stapel_rl.env import from_fens, legal_moves
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import paired_start, play_match, timed_spec
-from stapel_rl.eval.openings import opening_fens, suite
+from stapel_rl.eval.openings import opening_fens, random_opening_states, random_openings, suite
 
 
 @pytest.mark.parametrize("variant", ["I", "II"])
@@ -36,6 +36,18 @@ def test_opening_fens_wrap_round_the_suite_and_make_random_ones():
     assert random == opening_fens("I", 4, "random", plies=6, seed=1) and len(set(random)) == 4
     with pytest.raises(ValueError, match="unknown opening source 'book': expected one of suite, random"):
         opening_fens("I", 2, "book")
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+@pytest.mark.parametrize("count", [4, 300])
+def test_random_openings_are_as_deep_as_asked_in_a_batch_of_any_size(variant, count):
+    # A game whose capture was under way after the random actions finishes it; the others stay put.
+    # (Stepping the whole batch while any game was capturing played hundreds of plies in a large batch.)
+    state = random_opening_states(variant, count, 4, np.random.default_rng(0))
+    assert not state.done.any() and (state.capturing < 0).all()
+    assert state.ply.max() == 4 and state.ply.min() >= 1  # ply counts whole turns; a turn may be several leaps
+    men = from_fens(random_openings(variant, count, 4, seed=0), variant).height.astype(int).sum(axis=1)
+    assert (men == 40).all()
 
 
 def test_timed_spec_gives_time_only_to_searchers_without_their_own():
