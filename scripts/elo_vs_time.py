@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
-from stapel_rl.eval.ratings import rate
+from stapel_rl.eval.ratings import rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
 from stapel_rl.records import code_version, load_jsonl
 
@@ -113,24 +113,16 @@ def main(argv: "list[str] | None" = None) -> int:
     with tqdm(total=2 * args.pairs * len(pairings), desc="games", unit="game") as bar:
         bar.update(len(load_jsonl(out / "games.jsonl")))
         games = run(config, out, progress=bar, use_ray=args.ray)
-    index = {p: i for i, p in enumerate(players)}
-    games = [g for g in games if g["white"] in index and g["black"] in index]
-    played = sorted({index[g["white"]] for g in games} | {index[g["black"]] for g in games})
-    ratings = rate(
-        [players[i] for i in played],
-        [played.index(index[g["white"]]) for g in games],
-        [played.index(index[g["black"]]) for g in games],
-        [g["white_score"] for g in games],
-        [g["pair"] for g in games],
-        anchor=players[played[0]],
-        seed=args.seed,
-    )
+    games = [g for g in games if g["white"] in players and g["black"] in players]
+    names = {g["white"] for g in games} | {g["black"] for g in games}
+    played = [p for p in players if p in names]
+    ratings = rate_games(played, games, played[0], args.seed)
     rows = {r["player"]: r for r in ratings.to_rows()}
     points = {
         family: [{**rows[timed_spec(family, t)], "time": t} for t in args.times if timed_spec(family, t) in rows]
         for family in families
     }
-    print(f"Variant {args.variant}, {len(games)} games, Elo with {players[played[0]]} = 0 (95% bootstrap interval)")
+    print(f"Variant {args.variant}, {len(games)} games, Elo with {played[0]} = 0 (95% bootstrap interval)")
     for family, rows_ in points.items():
         print(f"{family}:")
         for r in rows_:
@@ -142,7 +134,7 @@ def main(argv: "list[str] | None" = None) -> int:
                 "families": families,
                 "times": args.times,
                 "points": points,
-                "anchor": players[played[0]],
+                "anchor": played[0],
                 "pairs": args.pairs,
                 "reach": args.reach,
                 "code_version": code_version(),

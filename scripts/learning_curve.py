@@ -26,7 +26,7 @@ import sys
 from tqdm import tqdm
 
 from stapel_rl.env import get_variant
-from stapel_rl.eval.ratings import rate
+from stapel_rl.eval.ratings import rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
 from stapel_rl.models.checkpoint import list_checkpoints, load
 from stapel_rl.records import code_version, load_jsonl
@@ -187,15 +187,7 @@ def main(argv: "list[str] | None" = None) -> int:
         games = run(config, out, progress=bar, use_ray=args.ray)
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]
-    ratings = rate(
-        players,
-        [index[g["white"]] for g in games],
-        [index[g["black"]] for g in games],
-        [g["white_score"] for g in games],
-        [g["pair"] for g in games],
-        anchor=args.anchor,
-        seed=args.seed,
-    )
+    ratings = rate_games(players, games, args.anchor, args.seed)
     rows = {r["player"]: r for r in ratings.to_rows()}
     curves: "dict[str, list[dict]]" = {}
     for spec, (name, hours) in specs.items():

@@ -26,7 +26,7 @@ from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.pdn import write_game
-from stapel_rl.eval.ratings import rate
+from stapel_rl.eval.ratings import rate_games
 from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
 from stapel_rl.records import code_version, load_jsonl
 
@@ -104,15 +104,7 @@ def main(argv: "list[str] | None" = None) -> int:
 
     index = {p: i for i, p in enumerate(players)}
     games = [g for g in games if g["white"] in index and g["black"] in index]
-    ratings = rate(
-        players,
-        [index[g["white"]] for g in games],
-        [index[g["black"]] for g in games],
-        [g["white_score"] for g in games],
-        [g["pair"] for g in games],
-        anchor=args.anchor,
-        seed=args.seed,
-    )
+    ratings = rate_games(players, games, args.anchor, args.seed)
     print(f"\nVariant {config.variant.name}, {len(games)} games\n" + ratings.table())
     wins = np.zeros((len(players), len(players)))
     for g in games:

@@ -134,6 +134,22 @@ def rate(
     return Ratings(list(players), elo, low, high, games, points / np.maximum(games, 1), anchor, level)
 
 
+def rate_games(players: "list[str]", games: "list[dict]", anchor: str, seed: int = 0) -> Ratings:
+    """``rate`` over game records (``white``, ``black``, ``white_score``, ``pair``, as tournaments write
+    them), the games between ``players`` only."""
+    index = {p: i for i, p in enumerate(players)}
+    games = [g for g in games if g["white"] in index and g["black"] in index]
+    return rate(
+        players,
+        [index[g["white"]] for g in games],
+        [index[g["black"]] for g in games],
+        [g["white_score"] for g in games],
+        [g["pair"] for g in games],
+        anchor=anchor,
+        seed=seed,
+    )
+
+
 def wilson(score: float, n: int, z: float = 1.96) -> "tuple[float, float]":
     """95% Wilson score interval of a proportion (a mean score over ``n`` games, draws as half)."""
     if n == 0:

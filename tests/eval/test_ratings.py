@@ -2,7 +2,7 @@
 
 import numpy as np
 
-from stapel_rl.eval.ratings import rate
+from stapel_rl.eval.ratings import rate, rate_games
 from stapel_rl.eval.sprt import SPRT, expected_score
 
 
@@ -42,6 +42,21 @@ def test_interval_shrinks_with_more_games():
         widths.append(float(np.mean(r.high[1:] - r.low[1:])))
     assert widths[0] > widths[1] > widths[2]
     assert widths[2] < widths[0] / 3  # ~1/sqrt(n): 16x the games, about a quarter of the width
+
+
+def test_rate_games_rates_records_and_leaves_out_games_of_other_players():
+    w, b, s, pair = synthetic_games(np.array([0.0, 200.0, 400.0]), 20, np.random.default_rng(2))
+    names = ["random", "a", "b"]
+    records = [
+        {"white": names[i], "black": names[j], "white_score": float(x), "pair": str(p)}
+        for i, j, x, p in zip(w, b, s, pair, strict=True)
+    ]
+    outsider = [{"white": "a", "black": "stranger", "white_score": 0.0, "pair": f"x{k}"} for k in range(50)]
+    by_records = rate_games(names, records + outsider, "random", seed=3)
+    by_indices = rate(names, w, b, s, pair, anchor="random", seed=3)
+    np.testing.assert_allclose(by_records.elo, by_indices.elo)
+    np.testing.assert_allclose(by_records.low, by_indices.low)
+    assert list(by_records.games) == list(by_indices.games) == [80, 80, 80]
 
 
 def play_pairs(test: SPRT, elo_diff: float, rng, max_pairs=5000):
