@@ -100,7 +100,7 @@ def _game_params(params: "dict | None") -> "tuple[dict, Variant]":
     return {"variant": variant.name, "ply_cap": int(ply_cap)}, variant
 
 
-def load_game(variant: str = "I", **params) -> "StapeldammenGame":
+def load_game(variant: str = "I", **params: object) -> "StapeldammenGame":
     """``pyspiel.load_game("python_stapeldammen", ...)`` with the parameters checked here first (ValueError)."""
     params, _ = _game_params({"variant": variant, **params})
     return pyspiel.load_game(GAME_NAME, params)
@@ -129,7 +129,9 @@ class StapeldammenGame(pyspiel.Game):
     def new_initial_state(self) -> "StapeldammenState":
         return StapeldammenState(self)
 
-    def make_py_observer(self, iig_obs_type=None, params=None):
+    def make_py_observer(
+        self, iig_obs_type: "pyspiel.IIGObservationType | None" = None, params: "dict | None" = None
+    ) -> "BoardObserver | IIGObserverForPublicInfoGame":
         if iig_obs_type is None or (iig_obs_type.public_info and not iig_obs_type.perfect_recall):
             return BoardObserver(self, params)
         return IIGObserverForPublicInfoGame(iig_obs_type, params)

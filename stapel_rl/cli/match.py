@@ -45,15 +45,15 @@ from tqdm import tqdm
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
-from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_spec
 from stapel_rl.eval.openings import opening_fens
 from stapel_rl.records import append_jsonl, code_version, start_jsonl
 
-_AGENTS: "dict[str, object]" = {}
+_AGENTS: "dict[str, Agent]" = {}
 
 
-def _agent(spec: str):
+def _agent(spec: str) -> Agent:
     """One agent per spec and process: a job plays many pairs and loads each network once."""
     if spec not in _AGENTS:
         _AGENTS[spec] = make_agent(spec)

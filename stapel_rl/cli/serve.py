@@ -18,11 +18,15 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from starlette.types import ASGIApp
 
 LOCAL_HOSTS = ("127.0.0.1", "localhost", "::1")
 
 
-def start_in_thread(app, host: str = "127.0.0.1", port: int = 0) -> "tuple[str, Callable[[], None]]":
+def start_in_thread(app: ASGIApp, host: str = "127.0.0.1", port: int = 0) -> "tuple[str, Callable[[], None]]":
     """Serve ``app`` from a background thread (tests, scripts): its URL and a function that stops it.
 
     Port 0 takes a free port; the socket is bound before this returns, so the URL works at once.

@@ -124,7 +124,7 @@ class StapelEnv(gym.Env):
             reward += self._play(int(self.opponent(obs, info["action_mask"])))
         return reward
 
-    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None):
+    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None) -> "tuple[np.ndarray, dict[str, Any]]":
         super().reset(seed=seed)
         self.state = engine.init(self.variant, 1)
         if self.agent_colour == "random":
@@ -134,7 +134,7 @@ class StapelEnv(gym.Env):
         self._opponent_turns()
         return self._observe()
 
-    def step(self, action):
+    def step(self, action: int) -> "tuple[np.ndarray, float, bool, bool, dict[str, Any]]":
         if self.state.done[0]:
             raise RuntimeError("the game is over: call reset() before step()")
         actor = int(self.state.current_player[0])
@@ -145,7 +145,7 @@ class StapelEnv(gym.Env):
         obs, info = self._observe()
         return obs, reward, bool(self.state.terminated[0]), bool(self.state.truncated[0]), info
 
-    def render(self):
+    def render(self) -> "str | np.ndarray | None":
         if self.render_mode == "ansi":
             return render.ansi(self.state, 0)
         if self.render_mode == "rgb_array":

@@ -45,7 +45,7 @@ from stapel_rl.env.variants import get_variant
 COLOUR_NAMES = ("White", "Black")
 
 
-def env(**kwargs) -> AECEnv:
+def env(**kwargs: Any) -> AECEnv:
     """The Stapeldammen AEC env (``raw_env(**kwargs)``) wrapped to enforce the API call order.
 
     There is no out-of-bounds or illegal-action wrapper: ``raw_env.step``
@@ -99,10 +99,10 @@ class raw_env(AECEnv, EzPickle):
         }
         self.action_spaces = {agent: spaces.Discrete(NUM_ACTIONS) for agent in self.possible_agents}
 
-    def observation_space(self, agent):
+    def observation_space(self, agent: str) -> spaces.Space:
         return self.observation_spaces[agent]
 
-    def action_space(self, agent):
+    def action_space(self, agent: str) -> spaces.Space:
         return self.action_spaces[agent]
 
     # -- helpers ---------------------------------------------------------
@@ -130,7 +130,7 @@ class raw_env(AECEnv, EzPickle):
 
     # -- AEC API ---------------------------------------------------------
 
-    def observe(self, agent):
+    def observe(self, agent: str) -> "dict[str, np.ndarray]":
         colour = self.agent_colour[agent]
         view = self.state
         if int(view.current_player[0]) != colour:
@@ -142,7 +142,7 @@ class raw_env(AECEnv, EzPickle):
             action_mask = np.zeros(NUM_ACTIONS, dtype=np.int8)
         return {"observation": observation, "action_mask": action_mask}
 
-    def reset(self, seed: "int | None" = None, options: "dict | None" = None):
+    def reset(self, seed: "int | None" = None, options: "dict | None" = None) -> None:
         """Start a new game; ``options={"fen": text}`` starts from that position (other keys are ignored)."""
         if seed is not None:
             for i, agent in enumerate(self.possible_agents):
@@ -166,16 +166,16 @@ class raw_env(AECEnv, EzPickle):
         self.agent_selection = self._to_move()
         self._update_infos()
 
-    def step(self, action):
+    def step(self, action: "int | None") -> None:
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             return self._was_dead_step(action)
         if action is None:
             raise ValueError(f"{agent} is to move and must play an action, got None (only finished agents step None)")
-        a = np.asarray(action)
-        if a.shape != () or not np.issubdtype(a.dtype, np.integer):
+        given = np.asarray(action)
+        if given.shape != () or not np.issubdtype(given.dtype, np.integer):
             raise ValueError(f"action must be one integer canonical action id, got {action!r}")
-        a = int(a)
+        a = int(given)
         mask = self._mask()
         if not (0 <= a < NUM_ACTIONS and mask[a]):
             colour = COLOUR_NAMES[self.agent_colour[agent]]
@@ -201,7 +201,7 @@ class raw_env(AECEnv, EzPickle):
         self._update_infos()
         self._accumulate_rewards()
 
-    def render(self):
+    def render(self) -> "str | np.ndarray | None":
         if self.render_mode is None:
             gymnasium.logger.warn("You are calling render method without specifying any render mode.")
             return None
@@ -209,5 +209,5 @@ class raw_env(AECEnv, EzPickle):
             return render.ansi(self.state, 0)
         return render.rgb_array(self.state, 0)
 
-    def close(self):
+    def close(self) -> None:
         pass

@@ -142,7 +142,7 @@ def _highlights(state: State, index: int) -> "dict[int, str]":
 
 
 @functools.lru_cache(maxsize=32)
-def _font(px: int, bold: bool = True):
+def _font(px: int, bold: bool = True) -> "ImageFont.FreeTypeFont | ImageFont.ImageFont":
     for name in ("DejaVuSans-Bold.ttf" if bold else "DejaVuSans.ttf", "Arial Bold.ttf" if bold else "Arial.ttf"):
         try:
             return ImageFont.truetype(name, px)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from stapel_rl.env import engine
-from stapel_rl.env.state import concatenate, take
+from stapel_rl.env.state import State, concatenate, take
 
 
 def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarray:
@@ -27,7 +27,7 @@ def random_legal_actions(mask: np.ndarray, rng: np.random.Generator) -> np.ndarr
     return np.where(counts > 0, flat[pick] - np.arange(b) * n, 0)
 
 
-def random_positions(variant: str, batch: int, plies: int, rng: np.random.Generator):
+def random_positions(variant: str, batch: int, plies: int, rng: np.random.Generator) -> State:
     """``batch`` live positions after about ``plies`` uniformly random actions, each at the start of a turn.
 
     Real positions for benchmarks and tests of the network and the search

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -80,14 +82,14 @@ class State:
             f"live={int((~self.done).sum())}, max_ply={int(self.ply.max(initial=0))})"
         )
 
-    def replace(self, **changes) -> "State":
+    def replace(self, **changes: Any) -> "State":
         return dataclasses.replace(self, **changes)
 
 
 ARRAY_FIELDS = tuple(f.name for f in dataclasses.fields(State) if f.name != "variant")
 
 
-def take(state: State, index) -> State:
+def take(state: State, index: "np.ndarray | slice | Sequence[int]") -> State:
     """The games ``index`` (an index array, slice or boolean mask) as a new state."""
     return State(**{name: getattr(state, name)[index] for name in ARRAY_FIELDS}, variant=state.variant)
 

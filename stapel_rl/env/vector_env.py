@@ -34,7 +34,7 @@ class LegalActionsBatch(gym.spaces.MultiDiscrete):
         super().__init__(np.full(env.num_envs, NUM_ACTIONS))
         self._env = env
 
-    def sample(self, mask=None, probability=None) -> np.ndarray:
+    def sample(self, mask: Any = None, probability: Any = None) -> np.ndarray:
         if mask is not None or probability is not None:
             return super().sample(mask=mask, probability=probability)
         return random_legal_actions(canonical_mask(self._env.state), self.np_random)
@@ -70,12 +70,12 @@ class StapelVectorEnv(VectorEnv):
             info["_result"] = s.done.copy()
         return encode(s), info
 
-    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None):
+    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None) -> "tuple[np.ndarray, dict[str, Any]]":
         super().reset(seed=seed)
         self.state = engine.init(self.variant, self.num_envs)
         return self._observe()
 
-    def step(self, actions):
+    def step(self, actions: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]":
         actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
         s = self.state
         restarted = s.done

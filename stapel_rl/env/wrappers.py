@@ -124,7 +124,7 @@ class VersusAgent(gym.Wrapper):
             reward += float(self.state.rewards[0, self.agent_colour])
         return reward, terminated, truncated
 
-    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None):
+    def reset(self, *, seed: "int | None" = None, options: "dict | None" = None) -> "tuple[np.ndarray, dict[str, Any]]":
         self.env.reset(seed=seed, options=options)
         if self._fixed_colour is None:
             self.agent_colour = int(self.env.unwrapped.np_random.integers(2))
@@ -133,7 +133,7 @@ class VersusAgent(gym.Wrapper):
         self._opponent_turns()
         return self._observe()
 
-    def step(self, action):
+    def step(self, action: int) -> "tuple[np.ndarray, float, bool, bool, dict[str, Any]]":
         if self.state.done[0]:
             raise RuntimeError("the game is over: call reset() before step()")
         _, _, terminated, truncated, _ = self.env.step(action)  # ValueError if illegal, nothing changed

@@ -13,7 +13,7 @@ import math
 
 import numpy as np
 
-from stapel_rl.env import engine
+from stapel_rl.env import Variant, engine
 from stapel_rl.eval.agents import Agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.openings import opening_fens
@@ -61,7 +61,7 @@ class SPRT:
 def run_sprt(
     a: Agent,
     b: Agent,
-    variant,
+    variant: Variant,
     test: SPRT,
     batch_pairs: int,
     max_pairs: int,

@@ -17,15 +17,16 @@ import dataclasses
 import glob
 import pathlib
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from stapel_rl.cluster import init_ray
 from stapel_rl.env import engine
 from stapel_rl.env.variants import Variant
-from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.openings import opening_fens
 from stapel_rl.records import append_jsonl, start_jsonl
@@ -114,7 +115,12 @@ def jobs(config: TournamentConfig, games: "list[dict]") -> "list[Job]":
     return out
 
 
-def play_job(config: TournamentConfig, job: Job, agents: "dict | None" = None, on_entry=None) -> "list[dict]":
+def play_job(
+    config: TournamentConfig,
+    job: Job,
+    agents: "dict[str, Agent] | None" = None,
+    on_entry: "Callable[[dict], None] | None" = None,
+) -> "list[dict]":
     """Play a job's games at once (networks see batches); the same job gives the same games anywhere."""
     agents = {} if agents is None else agents
     for spec in (job.a, job.b):
@@ -157,7 +163,7 @@ def play_job(config: TournamentConfig, job: Job, agents: "dict | None" = None, o
 def run(
     config: TournamentConfig,
     out_dir: pathlib.Path,
-    progress=None,
+    progress: "tqdm | None" = None,
     ray_address: "str | None" = None,
     use_ray: bool = False,
 ) -> "list[dict]":

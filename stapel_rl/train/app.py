@@ -30,7 +30,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from stapel_rl import bundled
-from stapel_rl.env import get_variant
+from stapel_rl.env import Variant, get_variant
 from stapel_rl.env.render import rgb_array
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
@@ -82,7 +82,7 @@ def selfplay_device(train_device: torch.device) -> torch.device:
 
 
 def gate(
-    config: Config, net: PolicyValueNet, best: NetworkEvaluator, variant, rng: np.random.Generator
+    config: Config, net: PolicyValueNet, best: NetworkEvaluator, variant: Variant, rng: np.random.Generator
 ) -> "dict[str, float]":
     """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
     t = config.train

@@ -14,7 +14,7 @@ import dataclasses
 
 import numpy as np
 
-from stapel_rl.env import engine
+from stapel_rl.env import Variant, engine
 from stapel_rl.env.geometry import ROTATE_ACTION
 from stapel_rl.env.state import State
 from stapel_rl.mcts import SearchConfig, Tree, allocate, search, subtree
@@ -65,7 +65,7 @@ class SelfPlay:
 
     def __init__(
         self,
-        variant,
+        variant: "Variant | str",
         evaluator: Evaluator,
         config: SelfPlayConfig,
         num_games: int,

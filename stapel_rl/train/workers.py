@@ -20,6 +20,7 @@ import dataclasses
 import multiprocessing
 import time
 import traceback
+from multiprocessing.connection import Connection
 
 import numpy as np
 import torch
@@ -115,7 +116,7 @@ class WorkerPlay:
         )
 
 
-def _serve(connection, spec: WorkerSpec, index: int) -> None:
+def _serve(connection: Connection, spec: WorkerSpec, index: int) -> None:
     """A worker's loop: ``(weights, version, n, simulations)`` -> play ``n`` positions -> send the batch back."""
     try:
         worker = WorkerPlay(spec, index)

@@ -10,7 +10,7 @@ changes nothing.
 from __future__ import annotations
 
 import pathlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from fastapi import FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stapel_rl import __version__
+from stapel_rl.eval.agents import Agent
 from stapel_rl.web.agents import DEFAULT_SIMULATIONS, AgentError, AgentRegistry, parse_simulations
 from stapel_rl.web.analysis import AnalysisError, analyse, replay
 from stapel_rl.web.games import GameError, GameStore, WebGame
@@ -143,13 +144,13 @@ def create_app(
         except KeyError as problem:
             raise ApiError(404, problem.args[0]) from None
 
-    def build_agent(spec: str):
+    def build_agent(spec: str) -> Agent:
         try:
             return registry.build(spec)
         except AgentError as problem:
             raise ApiError(400, str(problem)) from None
 
-    async def locked(game: WebGame, action) -> dict:
+    async def locked(game: WebGame, action: Callable[[WebGame], object]) -> dict:
         """``action(game)`` then the game's view, in a worker thread holding the game's lock."""
 
         def run() -> dict:
