@@ -69,6 +69,7 @@ def plot(points: "dict[str, list[dict]]", variant: str, path: pathlib.Path) -> N
     ax.set_xscale("log")
     ax.set_xticks([r["time"] for r in next(iter(points.values()))])
     ax.get_xaxis().set_major_formatter(matplotlib.ticker.ScalarFormatter())
+    ax.get_xaxis().set_minor_formatter(matplotlib.ticker.NullFormatter())  # the times are the only labels
     ax.set_xlabel("thinking time per move (s)")
     ax.set_ylabel("Elo")
     ax.set_title(f"Variant {variant}: Elo against thinking time (95% intervals)")
@@ -111,7 +112,8 @@ def main(argv: "list[str] | None" = None) -> int:
     pairings = schedule(len(families), len(args.times), args.reach)
     config = TournamentConfig(players, variant, args.pairs, seed=args.seed, schedule=pairings, one_at_a_time=True)
     with tqdm(total=2 * args.pairs * len(pairings), desc="games", unit="game") as bar:
-        bar.update(len(load_jsonl(out / "games.jsonl")))
+        # Games of players outside this run (other --times or --families in the same folder) are not its own.
+        bar.update(sum(g["white"] in players and g["black"] in players for g in load_jsonl(out / "games.jsonl")))
         games = run(config, out, progress=bar, use_ray=args.ray)
     games = [g for g in games if g["white"] in players and g["black"] in players]
     names = {g["white"] for g in games} | {g["black"] for g in games}
