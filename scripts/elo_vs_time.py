@@ -31,7 +31,7 @@ from tqdm import tqdm
 
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
-from stapel_rl.eval.ratings import rate_games
+from stapel_rl.eval.ratings import games_between, rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
 from stapel_rl.records import code_version, load_jsonl
 
@@ -113,9 +113,9 @@ def main(argv: "list[str] | None" = None) -> int:
     config = TournamentConfig(players, variant, args.pairs, seed=args.seed, schedule=pairings, one_at_a_time=True)
     with tqdm(total=2 * args.pairs * len(pairings), desc="games", unit="game") as bar:
         # Games of players outside this run (other --times or --families in the same folder) are not its own.
-        bar.update(sum(g["white"] in players and g["black"] in players for g in load_jsonl(out / "games.jsonl")))
+        bar.update(len(games_between(players, load_jsonl(out / "games.jsonl"))))
         games = run(config, out, progress=bar, use_ray=args.ray)
-    games = [g for g in games if g["white"] in players and g["black"] in players]
+    games = games_between(players, games)
     names = {g["white"] for g in games} | {g["black"] for g in games}
     played = [p for p in players if p in names]
     ratings = rate_games(played, games, played[0], args.seed)

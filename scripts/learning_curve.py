@@ -26,7 +26,7 @@ import sys
 from tqdm import tqdm
 
 from stapel_rl.env import get_variant
-from stapel_rl.eval.ratings import rate_games
+from stapel_rl.eval.ratings import games_between, rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
 from stapel_rl.models.checkpoint import list_checkpoints, load
 from stapel_rl.records import code_version, load_jsonl
@@ -185,8 +185,7 @@ def main(argv: "list[str] | None" = None) -> int:
     with tqdm(total=2 * args.pairs * len(schedule), desc="games", unit="game") as bar:
         bar.update(len(load_jsonl(out / "games.jsonl")))
         games = run(config, out, progress=bar, use_ray=args.ray)
-    index = {p: i for i, p in enumerate(players)}
-    games = [g for g in games if g["white"] in index and g["black"] in index]
+    games = games_between(players, games)
     ratings = rate_games(players, games, args.anchor, args.seed)
     rows = {r["player"]: r for r in ratings.to_rows()}
     curves: "dict[str, list[dict]]" = {}

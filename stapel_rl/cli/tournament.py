@@ -26,7 +26,7 @@ from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.pdn import write_game
-from stapel_rl.eval.ratings import rate_games
+from stapel_rl.eval.ratings import games_between, rate_games
 from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
 from stapel_rl.records import code_version, load_jsonl
 
@@ -103,7 +103,7 @@ def main(argv: "list[str] | None" = None) -> int:
         return 2
 
     index = {p: i for i, p in enumerate(players)}
-    games = [g for g in games if g["white"] in index and g["black"] in index]
+    games = games_between(players, games)
     ratings = rate_games(players, games, args.anchor, args.seed)
     print(f"\nVariant {config.variant.name}, {len(games)} games\n" + ratings.table())
     wins = np.zeros((len(players), len(players)))

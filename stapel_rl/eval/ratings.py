@@ -134,11 +134,17 @@ def rate(
     return Ratings(list(players), elo, low, high, games, points / np.maximum(games, 1), anchor, level)
 
 
+def games_between(players: "list[str]", games: "list[dict]") -> "list[dict]":
+    """The game records (``white``, ``black``, as tournaments write them) in which both sides are ``players``."""
+    named = set(players)
+    return [g for g in games if g["white"] in named and g["black"] in named]
+
+
 def rate_games(players: "list[str]", games: "list[dict]", anchor: str, seed: int = 0) -> Ratings:
-    """``rate`` over game records (``white``, ``black``, ``white_score``, ``pair``, as tournaments write
-    them), the games between ``players`` only."""
+    """``rate`` over game records (``white``, ``black``, ``white_score``, ``pair``), those between
+    ``players`` only."""
     index = {p: i for i, p in enumerate(players)}
-    games = [g for g in games if g["white"] in index and g["black"] in index]
+    games = games_between(players, games)
     return rate(
         players,
         [index[g["white"]] for g in games],
