@@ -57,6 +57,18 @@ def schedule(families: int, times: int, reach: int) -> "list[tuple[int, int]]":
     return sorted(pairs, key=lambda p: (max(p[0] % times, p[1] % times), p))
 
 
+def time_used(player: str, games: "list[dict]") -> "float | None":
+    """``player``'s mean seconds per move over the games whose records keep time (None if none do)."""
+    per_game = [
+        g["seconds_per_move"][side]
+        for g in games
+        if "seconds_per_move" in g
+        for side, colour in enumerate(("white", "black"))
+        if g[colour] == player
+    ]
+    return sum(per_game) / len(per_game) if per_game else None
+
+
 def plot(points: "dict[str, list[dict]]", variant: str, path: pathlib.Path) -> None:
     import matplotlib
 
@@ -121,14 +133,19 @@ def main(argv: "list[str] | None" = None) -> int:
     ratings = rate_games(played, games, played[0], args.seed)
     rows = {r["player"]: r for r in ratings.to_rows()}
     points = {
-        family: [{**rows[timed_spec(family, t)], "time": t} for t in args.times if timed_spec(family, t) in rows]
+        family: [
+            {**rows[spec], "time": t, "time_used": time_used(spec, games)}
+            for t in args.times
+            if (spec := timed_spec(family, t)) in rows
+        ]
         for family in families
     }
     print(f"Variant {args.variant}, {len(games)} games, Elo with {played[0]} = 0 (95% bootstrap interval)")
     for family, rows_ in points.items():
         print(f"{family}:")
         for r in rows_:
-            print(f"  {r['time']:5.2f} s  {r['elo']:+6.0f} [{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]  of {r['games']}")
+            used = "" if r["time_used"] is None else f", {r['time_used']:.3f} s a move used"
+            print(f"  {r['time']:5.2f} s  {r['elo']:+6.0f} [{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]  of {r['games']}{used}")
     (out / "elo_vs_time.json").write_text(
         json.dumps(
             {

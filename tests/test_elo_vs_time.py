@@ -47,5 +47,7 @@ def test_a_small_run_rates_every_player_and_resumes(tmp_path):
     result = json.loads((out / "elo_vs_time.json").read_text())
     assert [len(rows) for rows in result["points"].values()] == [2, 2]
     assert result["anchor"] == "classical:nodes=300:time=0.01" and figure.stat().st_size > 0
+    for rows in result["points"].values():
+        assert all(0 < r["time_used"] <= 2 * r["time"] for r in rows)  # measured, never far past the budget
     assert script.main(argv) == 0  # a rerun plays nothing new
     assert len(load_jsonl(out / "games.jsonl")) == len(games)

@@ -110,7 +110,7 @@ def play_match(
     num_games: int,
     rng: np.random.Generator,
     start: "State | None" = None,
-    on_game_end: "Callable[[int, float, int, list[int]], None] | None" = None,
+    on_game_end: "Callable[[int, float, int, list[int], tuple[float, float]], None] | None" = None,
     agent_colour: "np.ndarray | None" = None,
     one_at_a_time: bool = False,
 ) -> MatchResult:
@@ -118,8 +118,10 @@ def play_match(
 
     ``start`` gives each game's starting position (default: the variant's
     start) and ``agent_colour`` ``[G]`` (0 White, 1 Black) overrides the
-    alternation. ``on_game_end(game, agent_score, plies, actions)`` is called
-    as each game ends, with the board actions played from its start.
+    alternation. ``on_game_end(game, agent_score, plies, actions, seconds)`` is
+    called as each game ends, with the board actions played from its start and
+    the mean seconds per full move ``agent`` and ``opponent`` took in it (a
+    call for several games is shared out evenly among them).
     ``one_at_a_time`` calls the agents with one game at a time, so that a
     time budget per move is each game's own (matches at equal time).
     """
@@ -128,17 +130,17 @@ def play_match(
     colour = np.arange(state.batch_size) % 2 if agent_colour is None else np.asarray(agent_colour)
     white_result = np.zeros(state.batch_size)  # +1 White won, -1 Black won, 0 draw / truncated
     played: "list[list[int]]" = [[] for _ in range(state.batch_size)]
-    seconds, moves = np.zeros(2), np.zeros(2, np.int64)
+    seconds, moves = np.zeros((state.batch_size, 2)), np.zeros((state.batch_size, 2), np.int64)  # per game and side
     while not state.done.all():
         actions = np.zeros(state.batch_size, np.int64)
         for side, (player, who) in enumerate(((agent, colour), (opponent, 1 - colour))):
             turn = np.flatnonzero(~state.done & (state.current_player == who))
-            moves[side] += int((state.capturing[turn] < 0).sum())
+            moves[turn, side] += state.capturing[turn] < 0
             for games in np.split(turn, np.arange(1, turn.size)) if one_at_a_time else [turn]:
                 if games.size:
                     called = time.perf_counter()
                     actions[games] = player(take(state, games), rng)
-                    seconds[side] += time.perf_counter() - called
+                    seconds[games, side] += (time.perf_counter() - called) / games.size
         was_done = state.done
         for g in np.flatnonzero(~was_done):
             played[g].append(int(actions[g]))
@@ -148,8 +150,13 @@ def play_match(
         if on_game_end is not None:
             for g in np.flatnonzero(ended):
                 score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
-                on_game_end(int(g), float(score), int(state.ply[g]), played[g])
+                mine, theirs = seconds[g] / np.maximum(moves[g], 1)
+                on_game_end(int(g), float(score), int(state.ply[g]), played[g], (float(mine), float(theirs)))
     agent_result = np.where(colour == 0, white_result, -white_result)
     return MatchResult(
-        scores=(agent_result + 1) / 2, agent_colour=colour, plies=state.ply.copy(), seconds=seconds, moves=moves
+        scores=(agent_result + 1) / 2,
+        agent_colour=colour,
+        plies=state.ply.copy(),
+        seconds=seconds.sum(axis=0),
+        moves=moves.sum(axis=0),
     )

@@ -130,7 +130,7 @@ def play_job(
     rng = np.random.default_rng([config.seed, job.index])
     entries = []
 
-    def record(g: int, score: float, plies: int, actions: "list[int]") -> None:
+    def record(g: int, score: float, plies: int, actions: "list[int]", seconds: "tuple[float, float]") -> None:
         k = job.todo[g]
         white, black = (job.a, job.b) if k % 2 == 0 else (job.b, job.a)
         entry = {
@@ -141,6 +141,7 @@ def play_job(
             "white_score": score if k % 2 == 0 else 1.0 - score,
             "plies": plies,
             "actions": actions,
+            "seconds_per_move": [round(t, 5) for t in (seconds if k % 2 == 0 else seconds[::-1])],
         }
         entries.append(entry)
         if on_entry is not None:

@@ -10,8 +10,9 @@ import pytest
 
 from stapel_rl.env import VARIANT_I, init, step
 from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.eval import arena
 from stapel_rl.eval.pdn import read_games, write_game
-from stapel_rl.eval.tournament import TournamentConfig, run
+from stapel_rl.eval.tournament import TournamentConfig, jobs, play_job, run
 from stapel_rl.records import load_jsonl
 
 
@@ -161,3 +162,27 @@ def test_one_core_tells_a_loaded_torch(monkeypatch):
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
     finally:
         torch.set_num_threads(before)
+
+
+class ClockedRandom:
+    """A random agent that spends ``cost`` seconds of a fake clock on each new full move (none on later leaps)."""
+
+    def __init__(self, name, cost, clock):
+        self.name, self.cost, self.clock = name, cost, clock
+
+    def __call__(self, state, rng):
+        self.clock[0] += self.cost * int((state.capturing < 0).sum())
+        return random_legal_actions(state.legal_action_mask, rng)
+
+
+def test_game_records_keep_each_colours_time_per_move(monkeypatch):
+    clock = [0.0]
+    monkeypatch.setattr(arena.time, "perf_counter", lambda: clock[0])
+    agents = {"slow": ClockedRandom("slow", 0.03, clock), "fast": ClockedRandom("fast", 0.01, clock)}
+    config = TournamentConfig(["slow", "fast"], VARIANT_I, pairs=2, one_at_a_time=True)
+    (job,) = jobs(config, [])
+    games = play_job(config, job, agents)
+    assert len(games) == 4 and {g["white"] for g in games} == {"slow", "fast"}
+    for g in games:
+        expected = [0.03 if g[side] == "slow" else 0.01 for side in ("white", "black")]
+        assert g["seconds_per_move"] == pytest.approx(expected)
