@@ -145,7 +145,8 @@ def main(argv: "list[str] | None" = None) -> int:
         print(f"{family}:")
         for r in rows_:
             used = "" if r["time_used"] is None else f", {r['time_used']:.3f} s a move used"
-            print(f"  {r['time']:5.2f} s  {r['elo']:+6.0f} [{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]  of {r['games']}{used}")
+            interval = f"[{r['ci_low']:+.0f}, {r['ci_high']:+.0f}]"
+            print(f"  {r['time']:5.2f} s  {r['elo']:+6.0f} {interval}  of {r['games']}{used}")
     (out / "elo_vs_time.json").write_text(
         json.dumps(
             {
