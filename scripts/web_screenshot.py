@@ -24,6 +24,7 @@ from stapel_rl.web import create_app
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+# No network on the test machines: without these Chromium stalls on lookups and updates.
 CHROMIUM_ARGS = [
     "--headless",
     "--no-sandbox",

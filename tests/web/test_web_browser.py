@@ -6,7 +6,6 @@ Skipped only where Chromium or Playwright is missing; CI's .ci/run installs Chro
 from __future__ import annotations
 
 import os
-import shutil
 import urllib.parse
 
 import pytest
@@ -14,6 +13,7 @@ import pytest
 pytest.importorskip("fastapi")
 sync_api = pytest.importorskip("playwright.sync_api")
 
+from scripts import load_script  # noqa: E402
 from stapel_rl.cli.serve import start_in_thread  # noqa: E402
 from stapel_rl.env import apply_move, from_fens, initial_fen  # noqa: E402
 from stapel_rl.eval.agents import make_agent  # noqa: E402
@@ -22,18 +22,9 @@ from stapel_rl.web.games import WebGame, board  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-# No network on the test machines: without these Chromium stalls on lookups and updates.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
+# The screenshot script's browser: Debian's Chromium with the flags it needs on machines without a network.
+SCREENSHOT = load_script("web_screenshot")
+CHROMIUM, CHROMIUM_ARGS = SCREENSHOT.CHROMIUM, SCREENSHOT.CHROMIUM_ARGS
 TWO_LEAPS = "W:b,b,,,,,,,,,,,,,,,,b,b,,,,,,,,b,b,,,,w,,,,,,,,,,,,,,w,w,,,"
 MOVES = "#moves li"
 
