@@ -183,7 +183,7 @@ def main(argv: "list[str] | None" = None) -> int:
     ]
     config = TournamentConfig(players, get_variant(args.variant), args.pairs, seed=args.seed, schedule=schedule)
     with tqdm(total=2 * args.pairs * len(schedule), desc="games", unit="game") as bar:
-        bar.update(len(load_jsonl(out / "games.jsonl")))
+        bar.update(len(games_between(players, load_jsonl(out / "games.jsonl"))))
         games = run(config, out, progress=bar, use_ray=args.ray)
     games = games_between(players, games)
     ratings = rate_games(players, games, args.anchor, args.seed)
