@@ -67,6 +67,10 @@ ROWS = {
     "replay_120k": ("replay window 120k positions", ["train.replay_capacity=120000"]),
     "sample_ratio_4": ("4 training samples per new position instead of 2", ["train.sample_ratio=4"]),
     "lr_constant": ("constant learning rate instead of cosine", ["train.lr_schedule=constant"]),
+    "lr_hours": (
+        "the cosine over the run's time budget (train.hours) instead of train.total_steps gradient steps",
+        ["train.lr_schedule=cosine_hours"],
+    ),
     "value_mix_05": (
         "value target: half game result, half the search's value (Gumbel: its improved policy's expected Q)",
         ["train.value_mix=0.5"],

@@ -9,6 +9,7 @@ import time
 
 import numpy as np
 import pytest
+from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import stapel_rl
 from stapel_rl.models import checkpoint
@@ -134,8 +135,6 @@ def test_gated_run_records_the_sprt(tmp_path):
         "train.gate_simulations=2",
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     events = EventAccumulator(str(tmp_path / "run" / "tb"))
     events.Reload()
     assert {"gate/accepted", "gate/llr", "gate/pairs"} <= set(events.Tags()["scalars"])
@@ -145,8 +144,6 @@ def test_gated_run_records_the_sprt(tmp_path):
 
 @pytest.mark.slow
 def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
-    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
-
     run = tmp_path / "run"
     done = run_train(
         run,
@@ -171,6 +168,25 @@ def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
         assert {f"eval/score_vs_{name}", f"eval/elo_vs_{name}", f"eval/elo_vs_{name}_low"} <= tags
     assert {"eval/seconds", "eval/share_of_run"} <= tags
     assert [e.step for e in events.Scalars("eval/score_vs_random")] == [2]  # the last iteration's, not the first's
+
+
+def test_cosine_hours_needs_a_time_budget(tmp_path):
+    done = run_train(tmp_path / "run", "train.lr_schedule=cosine_hours")  # train=tiny: hours 0
+    assert done.returncode != 0
+    assert "train.lr_schedule=cosine_hours" in done.stderr and "train.hours > 0" in done.stderr
+
+
+@pytest.mark.slow
+def test_cosine_hours_anneals_by_the_runs_end(tmp_path):
+    run = tmp_path / "run"
+    budget = ["train.hours=0.004", "train.iterations=0", "train.eval_every_minutes=0", "train.warmup_steps=1"]
+    done = run_train(run, "train.lr_schedule=cosine_hours", "train.lr_min_factor=0.1", *budget)
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = EventAccumulator(str(run / "tb"))
+    events.Reload()
+    rates = [e.value for e in events.Scalars("train/lr")]
+    assert len(rates) >= 3 and rates == sorted(rates, reverse=True)  # down with the run's clock
+    assert rates[0] > 1.5e-3 and rates[-1] < 0.4e-3  # from near the peak (2e-3) to near the floor (2e-4)
 
 
 def test_unknown_evaluation_opponent_is_a_clear_error(tmp_path):

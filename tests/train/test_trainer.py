@@ -21,6 +21,32 @@ def test_cosine_schedule_warms_up_then_decays_to_its_floor():
     assert lr_factor(10_000, OptimConfig(lr_schedule="constant")) == 1.0
 
 
+def test_cosine_hours_follows_the_runs_clock_not_its_steps():
+    config = OptimConfig(warmup_steps=10, lr_schedule="cosine_hours", total_steps=100, lr_min_factor=0.1)
+    assert lr_factor(5, config, 0.0) == pytest.approx(0.6)  # the warm-up as before
+    assert lr_factor(50, config, 0.0) == 1.0  # step 50 of total_steps 100 does not count
+    assert lr_factor(50, config, 0.5) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 2)))
+    assert lr_factor(10, config, 1.0) == pytest.approx(0.1) and lr_factor(10, config, 1.7) == pytest.approx(0.1)
+    with pytest.raises(ValueError, match="time budget"):
+        lr_factor(10, config)
+    with pytest.raises(ValueError, match="lr_schedule must be one of constant, cosine, cosine_hours; got 'linear'"):
+        lr_factor(10, OptimConfig(lr_schedule="linear"))
+
+
+def test_trainer_anneals_as_the_run_fraction_grows():
+    state = random_positions("I", 16, 10, np.random.default_rng(0))
+    mask = canonical_mask(state)
+    policy = (mask / mask.sum(1, keepdims=True)).astype(np.float32)
+    batch = TrainingBatch(encode(state, "grid"), mask, policy, np.zeros(16, np.float32), np.zeros(16, np.float32))
+    config = OptimConfig(lr=1e-3, warmup_steps=1, lr_schedule="cosine_hours", lr_min_factor=0.1)
+    trainer = Trainer(PolicyValueNet(PRESETS["tiny"]), config, torch.device("cpu"))
+    rates = []
+    for fraction in (0.0, 0.5, 1.0):
+        trainer.run_fraction = fraction
+        rates.append(trainer.step(batch)["train/lr"])  # the rate the next step will take
+    assert rates == pytest.approx([1e-3, 0.55e-3, 1e-4])
+
+
 def test_training_precision_choice():
     cpu = torch.device("cpu")
     assert training_precision("fp32", cpu) == "fp32" and training_precision("bf16", cpu) == "bf16"
