@@ -71,6 +71,10 @@ ROWS = {
         "the cosine over the run's time budget (train.hours) instead of train.total_steps gradient steps",
         ["train.lr_schedule=cosine_hours"],
     ),
+    "lr_steps": (
+        "the cosine over train.total_steps gradient steps (28,000) instead of the run's time budget",
+        ["train.lr_schedule=cosine"],
+    ),
     "value_mix_05": (
         "value target: half game result, half the search's value (Gumbel: its improved policy's expected Q)",
         ["train.value_mix=0.5"],

@@ -127,8 +127,6 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     dist = config.distributed
     if dist.backend not in ("none", "ray"):
         raise ValueError(f"distributed.backend must be 'none' or 'ray', got {dist.backend!r}")
-    if t.lr_schedule == "cosine_hours" and not t.hours:
-        raise ValueError("train.lr_schedule=cosine_hours anneals over the run's time budget: set train.hours > 0")
     learner_device = dist.learner_device or cfg.device
     device = torch.device(
         "cuda"
@@ -252,7 +250,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
 
             # 2. train on the replay buffer
             train_start = time.perf_counter()
-            trainer.run_fraction = (counters["seconds"] + train_start - start) / budget if budget else 0.0
+            trainer.run_fraction = (counters["seconds"] + train_start - start) / budget if budget else None
             history = []
             if len(buffer) >= t.min_replay:
                 for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):

@@ -23,8 +23,10 @@ class OptimConfig:
     warmup_steps: linear warm-up from 0 to ``lr``.
     lr_schedule: "constant"; "cosine" (to ``lr_min_factor * lr`` over ``total_steps``); or
         "cosine_hours", the same cosine over the run's time budget (``train.hours``), so that the
-        rate reaches its minimum as the run ends however many steps the machine takes.
-    total_steps: length of the "cosine" schedule in gradient steps.
+        rate reaches its minimum as the run ends however many steps the machine takes (a run
+        without a time budget falls back to the cosine over ``total_steps``).
+    total_steps: length of the "cosine" schedule in gradient steps (and of "cosine_hours" in a run
+        without a time budget).
     lr_min_factor: final learning rate as a fraction of ``lr``.
     points_weight: weight of the auxiliary points loss (Variant II).
     points_scale: the points difference is divided by this before the loss.
@@ -50,16 +52,15 @@ LR_SCHEDULES = ("constant", "cosine", "cosine_hours")
 
 def lr_factor(step: int, config: OptimConfig, run_fraction: "float | None" = None) -> float:
     """Multiplier of the peak learning rate at gradient step ``step``; ``run_fraction``: the share of the
-    run's time budget spent, which the "cosine_hours" schedule follows (and needs)."""
+    run's time budget spent, which the "cosine_hours" schedule follows (None: the run has no budget,
+    and the cosine runs over ``total_steps`` steps)."""
     warm = min(1.0, (step + 1) / max(1, config.warmup_steps))
     if config.lr_schedule not in LR_SCHEDULES:
         raise ValueError(f"lr_schedule must be one of {', '.join(LR_SCHEDULES)}; got {config.lr_schedule!r}")
     if config.lr_schedule == "constant":
         return warm
-    if config.lr_schedule == "cosine":
+    if config.lr_schedule == "cosine" or run_fraction is None:
         progress = min(1.0, step / max(1, config.total_steps))
-    elif run_fraction is None:
-        raise ValueError("lr_schedule 'cosine_hours' follows the run's time budget: give the share spent")
     else:
         progress = min(1.0, max(0.0, run_fraction))
     cosine = config.lr_min_factor + (1 - config.lr_min_factor) * 0.5 * (1 + math.cos(math.pi * progress))
@@ -82,8 +83,9 @@ class Trainer:
     def __init__(self, net: PolicyValueNet, config: OptimConfig, device: torch.device):
         self.net, self.config, self.device = net, config, device
         self.optimizer = torch.optim.AdamW(net.parameters(), lr=config.lr, weight_decay=config.weight_decay)
-        # The share of the run's time budget spent: the training loop sets it, "cosine_hours" reads it.
-        self.run_fraction = 0.0
+        # The share of the run's time budget spent (None: no budget): the training loop sets it,
+        # "cosine_hours" reads it.
+        self.run_fraction: "float | None" = None
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(
             self.optimizer, lambda s: lr_factor(s, config, self.run_fraction)
         )

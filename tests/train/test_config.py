@@ -39,6 +39,7 @@ def test_the_composed_config_is_made_of_the_library_dataclasses():
         16,
     )
     assert isinstance(config.train, OptimConfig) and config.train.total_steps == 28000
+    assert config.train.lr_schedule == "cosine_hours" and config.train.hours == 1.0
     assert config.train.train_precision == "auto" and config.train.selfplay_workers == 2
 
 

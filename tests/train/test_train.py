@@ -170,10 +170,16 @@ def test_evaluation_scores_and_snapshots_are_recorded(tmp_path):
     assert [e.step for e in events.Scalars("eval/score_vs_random")] == [2]  # the last iteration's, not the first's
 
 
-def test_cosine_hours_needs_a_time_budget(tmp_path):
-    done = run_train(tmp_path / "run", "train.lr_schedule=cosine_hours")  # train=tiny: hours 0
-    assert done.returncode != 0
-    assert "train.lr_schedule=cosine_hours" in done.stderr and "train.hours > 0" in done.stderr
+def test_cosine_hours_without_a_time_budget_anneals_over_total_steps(tmp_path):
+    run = tmp_path / "run"
+    steps = ["train.warmup_steps=1", "train.total_steps=2", "train.iterations=2"]
+    done = run_train(run, "train.lr_schedule=cosine_hours", *steps)  # train=tiny: hours 0
+    assert done.returncode == 0, done.stderr[-3000:]
+    events = EventAccumulator(str(run / "tb"))
+    events.Reload()
+    first, second = (e.value for e in events.Scalars("train/lr"))
+    # The first iteration's steps (mean rate) run down the cosine; every later step is past total_steps.
+    assert 2e-4 < first < 2e-3 and second == pytest.approx(2e-4)
 
 
 @pytest.mark.slow

@@ -27,8 +27,10 @@ def test_cosine_hours_follows_the_runs_clock_not_its_steps():
     assert lr_factor(50, config, 0.0) == 1.0  # step 50 of total_steps 100 does not count
     assert lr_factor(50, config, 0.5) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi / 2)))
     assert lr_factor(10, config, 1.0) == pytest.approx(0.1) and lr_factor(10, config, 1.7) == pytest.approx(0.1)
-    with pytest.raises(ValueError, match="time budget"):
-        lr_factor(10, config)
+    cosine = OptimConfig(warmup_steps=10, lr_schedule="cosine", total_steps=100, lr_min_factor=0.1)
+    for step in (5, 30, 70, 100, 150):  # a run without a time budget: the cosine over total_steps
+        assert lr_factor(step, config) == lr_factor(step, cosine)
+    assert lr_factor(70, config) == pytest.approx(0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * 0.7)))
     with pytest.raises(ValueError, match="lr_schedule must be one of constant, cosine, cosine_hours; got 'linear'"):
         lr_factor(10, OptimConfig(lr_schedule="linear"))
 
