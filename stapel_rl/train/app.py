@@ -36,7 +36,7 @@ from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.models import NetworkEvaluator, PolicyValueNet, checkpoint
-from stapel_rl.train.config import Config, register
+from stapel_rl.train.config import Config, config_changes, register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.replay import ReplayBuffer
@@ -164,6 +164,11 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
             f"{len(buffer)} positions in the replay buffer"
         )
+        # A resumed run trains with the command line's config; say where it departs from the checkpoint's
+        # (a longer budget is meant, a changed default of a newer commit may not be).
+        changes = config_changes(state.get("config") or {}, cast(dict, OmegaConf.to_container(cfg)))
+        if changes:
+            tqdm.write("the config differs from the checkpoint's, the run goes on with the new: " + "; ".join(changes))
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay: "SelfPlay | None" = None
     workers: "RaySelfPlayActors | SelfPlayWorkers | None" = None

@@ -128,3 +128,20 @@ def check_overrides(overrides: "list[str]") -> None:
                 f"{key} was removed in 0.2.0: the run's schedules are in minutes, use {REMOVED_KEYS[key]} "
                 "(a tiny value such as 1e-6 acts every iteration; 0 turns it off)"
             )
+
+
+def config_changes(saved: dict, current: dict, prefix: str = "") -> "list[str]":
+    """The leaves where ``current`` differs from ``saved`` (nested dicts, as checkpoints store configs),
+    each as ``"key: saved -> current"``; a key only one side has shows ``<absent>`` on the other.
+    ``resume`` is left out: it names where a run continues from, not how it trains."""
+    changes = []
+    for key in sorted(set(saved) | set(current), key=str):
+        name = f"{prefix}{key}"
+        if name == "resume":
+            continue
+        old, new = saved.get(key, "<absent>"), current.get(key, "<absent>")
+        if isinstance(old, dict) and isinstance(new, dict):
+            changes += config_changes(old, new, f"{name}.")
+        elif old != new:
+            changes.append(f"{name}: {old} -> {new}")
+    return changes

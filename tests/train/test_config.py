@@ -10,7 +10,14 @@ from omegaconf import OmegaConf
 from stapel_rl import bundled
 from stapel_rl.models import PRESETS, NetworkConfig
 from stapel_rl.train.app import CONFIG_DIR  # registers the schema
-from stapel_rl.train.config import Config, DistributedConfig, TrainConfig, VariantConfig, check_overrides
+from stapel_rl.train.config import (
+    Config,
+    DistributedConfig,
+    TrainConfig,
+    VariantConfig,
+    check_overrides,
+    config_changes,
+)
 from stapel_rl.train.selfplay import SelfPlayConfig
 from stapel_rl.train.trainer import OptimConfig
 
@@ -67,3 +74,18 @@ def test_a_removed_key_names_its_replacement():
         check_overrides(["model=tiny", "train.eval_every=5"])
     with pytest.raises(ValueError, match="train.checkpoint_every_minutes"):
         check_overrides(["+train.checkpoint_every=1"])
+
+
+def test_config_changes_lists_each_changed_leaf_and_ignores_resume():
+    saved = {"seed": 0, "resume": None, "train": {"hours": 1.0, "lr_schedule": "cosine", "eval_opponents": ["greedy"]}}
+    current = {
+        "seed": 0,
+        "resume": "runs/a/checkpoints/ckpt_00000003.pt",
+        "train": {"hours": 3.0, "lr_schedule": "cosine", "eval_opponents": ["greedy", "alphabeta:2"], "new": 1},
+    }
+    assert config_changes(saved, current) == [
+        "train.eval_opponents: ['greedy'] -> ['greedy', 'alphabeta:2']",
+        "train.hours: 1.0 -> 3.0",
+        "train.new: <absent> -> 1",
+    ]
+    assert config_changes(current, current) == []

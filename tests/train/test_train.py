@@ -72,9 +72,13 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
 
     done = run_train(run, f"train.iterations={iteration + 1}", "train.eval_every_minutes=0")
     assert done.returncode == 0, done.stderr[-3000:]
-    assert f"resumed from {newest}: iteration {iteration}, {steps} gradient steps, {buffer_size} positions" in (
-        done.stdout + done.stderr
-    )
+    log = done.stdout + done.stderr
+    assert f"resumed from {newest}: iteration {iteration}, {steps} gradient steps, {buffer_size} positions" in log
+    # The resumed run names what its command line changed against the checkpoint's config.
+    changed = next(line for line in log.splitlines() if line.startswith("the config differs from the checkpoint's"))
+    assert f"train.iterations: 0 -> {iteration + 1}" in changed
+    assert "train.checkpoint_every_minutes: 1e-06 -> 2.0" in changed
+    assert "train.lr" not in changed and "resume" not in changed
     after = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
     assert after["counters"]["iteration"] == iteration + 1
 
