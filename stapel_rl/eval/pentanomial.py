@@ -22,10 +22,13 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import statistics
 
 import numpy as np
 from scipy.optimize import brentq
-from scipy.stats import norm
+
+#: The standard normal, from the stdlib: importing scipy.stats would slow the start of every command.
+NORMAL = statistics.NormalDist()
 
 #: Points a pair can score, as the mean per game of its two games.
 PAIR_SCORES = np.array([0.0, 0.25, 0.5, 0.75, 1.0])
@@ -91,7 +94,7 @@ class Pentanomial:
         """Confidence interval of ``score``: the means ``m`` with 2 log LR(observed / best with mean m) <= z^2."""
         if self.pairs == 0:
             return 0.0, 1.0
-        z2 = float(norm.ppf(0.5 + level / 2)) ** 2
+        z2 = float(NORMAL.inv_cdf(0.5 + level / 2)) ** 2
         frequencies = self._regularised()
         centre = float(frequencies @ PAIR_SCORES)
 
