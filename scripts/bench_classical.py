@@ -10,6 +10,7 @@ the classical searcher completes at 0.1 s and 1 s per move, and the CPU.
 
 Rates and times are CPU seconds of the searching thread (``time.thread_time``): the
 machine may be shared, and wall time would charge other jobs to the search.
+The first search's wall time is printed too: the compile a user waits for once.
 Each searcher is built before its clock starts (a fresh table per search).
 
     python scripts/bench_classical.py [--positions 6] [--depths 2,3,4] [--net I=PATH.npz --net II=PATH.npz]
@@ -133,7 +134,12 @@ def main() -> None:
     nets = {v: nnue.load(path) for v, _, path in (item.partition("=") for item in args.net)}
     depths = [int(d) for d in args.depths.split(",")]
     print(f"CPU: {cpu_description()}; one core, one thread searching")
-    Searcher("I").search(Position.from_state(engine.init("I", 1), 0), depth=3)  # load/compile the JIT code
+    start = time.perf_counter()
+    Searcher("I").search(Position.from_state(engine.init("I", 1), 0), depth=3)
+    print(
+        f"first search: {time.perf_counter() - start:.1f} s (numba compiles the engine where its cache is "
+        "empty, as after installing; set NUMBA_CACHE_DIR to an empty folder to time that)"
+    )
     _alphabeta([engine.init("I", 1)], 1)
     totals = np.zeros(4)  # classical nodes, seconds; alphabeta positions, seconds (deepest depth)
     for variant in ("I", "II"):

@@ -65,7 +65,10 @@ def play(
     those of the position after it, from those of ``ply``."""
     acc = accs[ply + 1]
     if net:
-        acc[:] = accs[ply]
+        # A loop, not a slice assignment (compile time: see stapel_rl.classical.search).
+        for i in range(acc.shape[0]):
+            for j in range(acc.shape[1]):
+                acc[i, j] = accs[ply, i, j]
     key = keys[ply]
     white = occ[ply, 0]
     black = occ[ply, 1]

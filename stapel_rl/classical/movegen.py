@@ -4,6 +4,8 @@ Captures are found by a depth-first walk per stack that plays each leap on the
 board and takes it back on the way out, so stacks leapt twice, the vacated
 start square and men changing owner all come out of the board itself. Which
 stacks can leap at all, and the plain moves, come from the occupancy bitboards.
+Constants passed to compiled calls are ``np.int64``, not literals, for compile
+time (``stapel_rl.classical.search``).
 """
 
 from __future__ import annotations
@@ -97,7 +99,7 @@ def generate(
     leaps each captures (0 for plain moves).
     """
     if capturing >= 0:
-        return _captures_from(h, c, side, capturing, last_leapt, moves, 0, 0, stack)
+        return _captures_from(h, c, side, capturing, last_leapt, moves, np.int64(0), np.int64(0), stack)
     white, black = occupancy(h, c)
     if side == 0:
         return generate_bb(h, c, side, white, black, moves, stack)
@@ -111,12 +113,12 @@ def generate_bb(
     """``generate`` at a turn's start, given the bitboards of the stacks each side controls."""
     empty = ALL_SQUARES & ~(own | opp)
     leapers = capture_sources(own, opp, empty)
-    n = 0
-    best = 0
+    n = np.int64(0)
+    best = np.int64(0)
     while leapers:
         s = lowest_square(leapers)
         leapers &= leapers - np.uint64(1)
-        n, best = _captures_from(h, c, side, s, -1, moves, n, best, stack)
+        n, best = _captures_from(h, c, side, s, np.int64(-1), moves, n, best, stack)
     if best > 0:
         return n, best
     left, right = plain_sources(own, empty, side)
@@ -152,7 +154,7 @@ def new_scratch() -> np.ndarray:
 @njit(cache=True, nogil=True)
 def _perft(h, c, side, depth, ply, buffer, stack):
     moves = buffer[ply]
-    n, _ = generate(h, c, side, -1, -1, moves, stack)
+    n, _ = generate(h, c, side, np.int64(-1), np.int64(-1), moves, stack)
     if depth == 1:
         return n
     if n > MAX_MOVES:

@@ -22,6 +22,13 @@ completed iteration can be reported); everything below the root is compiled.
 - Stopping: the node limit is checked at every node (deterministic results),
   the ``stop`` flag every 1024 nodes; a Python timer sets the flag at the
   deadline (the search releases the GIL, so the timer thread runs).
+
+Compile time is what a user waits for on the first search after installing,
+so the compiled calls pass constants as ``np.int64(...)``: numba compiles a
+callee once more for each literal argument it is given, and a literal at
+the top of the search would compile most of it twice. Arrays are copied by
+loops, not slice assignment, which would compile numba's broadcasting
+errors with their string formatting.
 """
 
 from __future__ import annotations
@@ -339,7 +346,7 @@ def negamax(h, c, side, key, depth, alpha, beta, ply, t):
     while True:
         v, resolved = _enter(h, c, p, t)
         if not resolved:
-            _push(h, c, p, t, FULL)
+            _push(h, c, p, t, np.int64(FULL))
             p += 1
             continue
         while True:  # hand v up the stack until some node has another move to search
@@ -353,7 +360,7 @@ def negamax(h, c, side, key, depth, alpha, beta, ply, t):
                     unmake_move(h, c, t.moves[q, t.frames[q, MOVE]])
                 return 0
             if f[MODE] == NULL_WINDOW and f[ALPHA] < v < f[BETA]:
-                _push(h, c, p, t, RESEARCH)
+                _push(h, c, p, t, np.int64(RESEARCH))
                 p += 1
                 break
             k = f[MOVE]
@@ -377,7 +384,7 @@ def negamax(h, c, side, key, depth, alpha, beta, ply, t):
             if cutoff or f[NEXT] >= f[COUNT]:
                 v = _finish(p, t)
                 continue
-            _push(h, c, p, t, NULL_WINDOW)
+            _push(h, c, p, t, np.int64(NULL_WINDOW))
             p += 1
             break
 
@@ -396,11 +403,11 @@ def search_root(h, c, side, key, depth, n, root_index, root_scores, t):
         mv = t.moves[0, root_index[i]]
         child = make_move(h, c, mv, key)
         if i == 0:
-            v = -negamax(h, c, 1 - side, child, depth - 1, -INF, -alpha, 1, t)
+            v = -negamax(h, c, 1 - side, child, depth - 1, -INF, -alpha, np.int64(1), t)
         else:
-            v = -negamax(h, c, 1 - side, child, depth - 1, -alpha - 1, -alpha, 1, t)
+            v = -negamax(h, c, 1 - side, child, depth - 1, -alpha - 1, -alpha, np.int64(1), t)
             if v > alpha:
-                v = -negamax(h, c, 1 - side, child, depth - 1, -INF, -alpha, 1, t)
+                v = -negamax(h, c, 1 - side, child, depth - 1, -INF, -alpha, np.int64(1), t)
         unmake_move(h, c, mv)
         if t.stats[ABORT] != 0:
             break
@@ -418,7 +425,8 @@ def principal_variation(h, c, side, key, first, out, t):
     h = h.copy()
     c = c.copy()
     moves = t.moves[MAX_PLY - 1]
-    out[0, :] = first
+    for j in range(out.shape[1]):
+        out[0, j] = first[j]
     key = make_move(h, c, first, key)
     side = 1 - side
     length = 1
@@ -426,7 +434,7 @@ def principal_variation(h, c, side, key, first, out, t):
         code = tt_move(t, key)
         if code == 0:
             break
-        n, _ = generate(h, c, side, -1, -1, moves, t.gscratch)
+        n, _ = generate(h, c, side, np.int64(-1), np.int64(-1), moves, t.gscratch)
         found = -1
         for i in range(min(n, MAX_MOVES)):
             if move_code(moves[i]) == code:
@@ -434,7 +442,8 @@ def principal_variation(h, c, side, key, first, out, t):
                 break
         if found < 0:
             break
-        out[length, :] = moves[found]
+        for j in range(out.shape[1]):
+            out[length, j] = moves[found, j]
         key = make_move(h, c, moves[found], key)
         side = 1 - side
         length += 1

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import threading
 import time
 
 import numpy as np
 import pytest
 
-from stapel_rl.classical import Position, Searcher
+from stapel_rl.classical import Position, Searcher, board, evaluation, incremental, movegen, nnue, search
 from stapel_rl.classical.position import row_path
 from stapel_rl.env import engine, initial_fen
 from stapel_rl.env.sampling import random_legal_actions
@@ -16,6 +18,8 @@ from stapel_rl.env.state import take
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.classical_agent import ClassicalAgent, from_spec_args
+
+COMPILED = (board, evaluation, incremental, movegen, nnue, search)
 
 
 def _middlegame(variant: str, plies: int, seed: int):
@@ -143,3 +147,33 @@ def test_mid_capture_continues_the_plan_and_searches_unplanned_states():
             assert state.legal_action_mask[g, ClassicalAgent(time_per_move=None, nodes=500)(take(state, [g]))[0]]
         state = engine.step(state, actions)  # validates every action
     assert continued >= 1 and fresh >= 3
+
+
+def literal_arguments(module) -> "list[str]":
+    """Calls in ``module``'s compiled functions that pass a literal (or an int constant of the module)
+    to a compiled function numba does not inline."""
+    jitted = {name: f for m in COMPILED for name, f in vars(m).items() if hasattr(f, "py_func")}
+    constants = {name for name, value in vars(module).items() if type(value) is int}
+    found = []
+    for fn in ast.walk(ast.parse(inspect.getsource(module))):
+        if not isinstance(fn, ast.FunctionDef) or fn.name not in jitted:
+            continue
+        for call in ast.walk(fn):
+            named = isinstance(call, ast.Call) and isinstance(call.func, ast.Name)
+            callee = jitted.get(call.func.id) if named else None
+            if callee is None or callee.targetoptions.get("inline") == "always":
+                continue
+            for arg in call.args:
+                if isinstance(arg, ast.UnaryOp) and isinstance(arg.operand, ast.Constant):
+                    arg = arg.operand  # -1 is folded into a literal; -INF is computed
+                if isinstance(arg, ast.Constant) or (isinstance(arg, ast.Name) and arg.id in constants):
+                    found.append(f"{fn.name}: {ast.unparse(call)}")
+    return found
+
+
+def test_compiled_calls_pass_no_literals():
+    # numba compiles a callee again for each literal argument it is given: the search compiled most
+    # of itself twice, doubling what a user waits for on the first search (stapel_rl.classical.search).
+    assert sum(hasattr(f, "py_func") for m in COMPILED for f in vars(m).values()) > 20
+    for module in COMPILED:
+        assert literal_arguments(module) == [], module.__name__
