@@ -84,7 +84,6 @@ class EngineSession:
         self._search: "threading.Thread | None" = None
         self._searcher: "Searcher | None" = None  # the Searcher of the running search, to stop it
         self._infinite = False
-        self._warm: "set[Variant]" = set()  # variants the classical agent has searched once
         self.commands: "dict[str, Callable[[list[str], str], bool]]" = {
             "stapel": self._stapel,
             "isready": self._isready,
@@ -258,7 +257,6 @@ class EngineSession:
                 f"cannot build agent {rest!r}: {type(problem).__name__}: {problem}; keeping {self.agent_spec!r}"
             ) from None
         self.agent, self.agent_spec = agent, rest
-        self._warm = set()
         self.info(f"agent {rest}")
         return True
 
@@ -332,10 +330,7 @@ class EngineSession:
         agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
         agent = self.agent
         assert isinstance(agent, ClassicalAgent)  # _go sends only the classical agent here
-        if self.variant not in self._warm:
-            # The first search loads the compiled code (most of a second): not on this move's clock.
-            agent.searcher(self.variant).search(Position.from_state(rules.init(self.variant), 0), depth=1)
-            self._warm.add(self.variant)
+        agent.searcher(self.variant)  # built on first use, with the compiled code loaded: not on this move's clock
         start = time.perf_counter()
         moves = expand_full_moves(state)
         if moves.parent.size == 1:  # the only move: nothing to think about

@@ -32,6 +32,7 @@ from stapel_rl.classical.evaluation import read_weights
 from stapel_rl.classical.nnue import Net
 from stapel_rl.classical.position import Position, row_path, step_actions
 from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
+from stapel_rl.env import engine
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import Variant
 
@@ -92,11 +93,17 @@ class ClassicalAgent:
                     f"this game is Variant {variant.name}; pass that variant's weights file with eval="
                 )
             net = nnue.load_packaged(variant.name) if self.packaged_net else self.net
-            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=net)
+            searcher = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=net)
+            # A process's first search loads the compiled code (compiles it after installing): done
+            # here, off every move's clock, or the first move would be played from a search cut short.
+            searcher.search(Position.from_state(engine.init(variant, 1), 0), depth=1)
+            searcher.clear()
+            self._searchers[variant] = searcher
         return self._searchers[variant]
 
     def __call__(self, state: State, rng: "np.random.Generator | None" = None) -> np.ndarray:
         """The next action of every live game (0 for finished ones)."""
+        self.searcher(state.variant)  # before any move's clock starts
         actions = np.zeros(state.batch_size, np.int64)
         for g in np.flatnonzero(~state.done):
             actions[g] = self._decide(state, int(g), time.perf_counter())
