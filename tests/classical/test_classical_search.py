@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import ast
 import inspect
-import subprocess
-import sys
 import threading
 import time
 
 import numpy as np
 import pytest
+from first_moves import first_moves
 
 from stapel_rl.classical import Position, Searcher, board, evaluation, incremental, movegen, nnue, search
 from stapel_rl.classical.position import row_path
@@ -65,29 +64,11 @@ def test_deadline_overrun_is_small():
     assert worst < 0.250, f"worst overrun {1000 * worst:.1f} ms"
 
 
-FIRST_MOVE = """
-import numpy as np
-from stapel_rl.env import engine
-from stapel_rl.env.sampling import random_legal_actions
-from stapel_rl.eval.agents import make_agent
-
-rng = np.random.default_rng(3)
-state = engine.init("I", 1)
-for _ in range(12):
-    state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-agent = make_agent("classical:time=0.1")
-agent(state, rng)
-print(agent.last.depth, agent.last.nodes)
-"""
-
-
 def test_a_processs_first_move_searches_its_full_time():
     # The first search of a process loads the compiled code (or compiles it, after installing): off
     # the clock, or the first move of every match job would come from a search cut short at depth 1.
-    done = subprocess.run([sys.executable, "-c", FIRST_MOVE], capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0, done.stderr[-2000:]
-    depth, nodes = map(int, done.stdout.split())
-    assert depth >= 5 and nodes >= 1000, (depth, nodes)
+    (depth,) = first_moves("classical:time=0.1", 1, "agent.last.depth")
+    assert int(depth) >= 5
 
 
 @pytest.mark.parametrize(

@@ -8,12 +8,11 @@ cost one call.
 from __future__ import annotations
 
 import dataclasses
-import subprocess
-import sys
 import time
 
 import numpy as np
 import pytest
+from first_moves import first_moves
 from trees import check_tree
 
 from stapel_rl.env import init
@@ -164,29 +163,8 @@ def test_timed_agent_with_leaf_batching_keeps_to_the_deadline(clock, algorithm):
     assert 1.0 - 2 * STEP < clock.now <= 1.0 + STEP
 
 
-FIRST_MOVES = """
-import numpy as np
-from stapel_rl.env import engine
-from stapel_rl.env.sampling import random_legal_actions
-from stapel_rl.eval.agents import make_agent
-
-rng = np.random.default_rng(3)
-state = engine.init("I", 1)
-for _ in range(12):
-    state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
-agent = make_agent("mcts:variant_I:time=0.1:reuse=off")
-counts = []
-for _ in range(3):
-    agent(state, rng)
-    counts.append(agent.simulations)
-print(*counts)
-"""
-
-
 def test_a_processs_first_move_by_time_searches_as_much_as_the_next():
     # A process's first network calls pay one-time costs: the spec's agent pays them when built, off
     # the clock (before, the first move of every match job searched about a tenth of the next ones).
-    done = subprocess.run([sys.executable, "-c", FIRST_MOVES], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    first, *later = map(int, done.stdout.split())
+    first, *later = map(int, first_moves("mcts:variant_I:time=0.1:reuse=off", 3, "agent.simulations"))
     assert first >= max(later) / 3, (first, later)
