@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -15,6 +16,7 @@ from stapel_rl.classical.evaluation import load_weights
 from stapel_rl.classical.movegen import MAX_MOVES, generate
 from stapel_rl.classical.nnue import Net
 from stapel_rl.classical.position import Position, row_path, row_text
+from stapel_rl.env import engine
 from stapel_rl.env.variants import Variant, get_variant
 
 MAX_DEPTH = 96
@@ -199,3 +201,11 @@ class Searcher:
         # Stopped before depth 1 finished: any legal move (the generator's first).
         first = self.tables.moves[0, 0]
         return SearchResult(row_path(first), row_text(first), 0, 0, int(self.tables.stats[core.NODES]), seconds, infos)
+
+
+@functools.cache
+def load_compiled() -> None:
+    """Load the compiled search into this process (numba compiles it first where its cache is empty, as
+    after installing): once, by a depth-1 search with a small table. Whoever keeps time calls this
+    before the clock starts; a search that did it on its clock would be cut short."""
+    Searcher("I", tt_bits=8).search(Position.from_state(engine.init("I", 1), 0), depth=1)

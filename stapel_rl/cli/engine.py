@@ -330,7 +330,7 @@ class EngineSession:
         agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
         agent = self.agent
         assert isinstance(agent, ClassicalAgent)  # _go sends only the classical agent here
-        agent.searcher(self.variant)  # built on first use, with the compiled code loaded: not on this move's clock
+        agent.searcher(self.variant)  # built before this move's clock starts (the agent loaded the compiled code)
         start = time.perf_counter()
         moves = expand_full_moves(state)
         if moves.parent.size == 1:  # the only move: nothing to think about

@@ -31,8 +31,7 @@ from stapel_rl.classical.board import OVER, leap
 from stapel_rl.classical.evaluation import read_weights
 from stapel_rl.classical.nnue import Net
 from stapel_rl.classical.position import Position, row_path, step_actions
-from stapel_rl.classical.searcher import MAX_DEPTH, Searcher
-from stapel_rl.env import engine
+from stapel_rl.classical.searcher import MAX_DEPTH, Searcher, load_compiled
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import Variant
 
@@ -84,6 +83,7 @@ class ClassicalAgent:
     def __post_init__(self) -> None:
         self._searchers: "dict[Variant, Searcher]" = {}
         self._plans: "dict[tuple, int]" = {}
+        load_compiled()  # here, off every move's clock and out of the time a match counts per move
 
     def searcher(self, variant: Variant) -> Searcher:
         if variant not in self._searchers:
@@ -93,17 +93,12 @@ class ClassicalAgent:
                     f"this game is Variant {variant.name}; pass that variant's weights file with eval="
                 )
             net = nnue.load_packaged(variant.name) if self.packaged_net else self.net
-            searcher = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=net)
-            # A process's first search loads the compiled code (compiles it after installing): done
-            # here, off every move's clock, or the first move would be played from a search cut short.
-            searcher.search(Position.from_state(engine.init(variant, 1), 0), depth=1)
-            searcher.clear()
-            self._searchers[variant] = searcher
+            self._searchers[variant] = Searcher(variant, weights=self.weights, tt_bits=self.tt_bits, net=net)
         return self._searchers[variant]
 
     def __call__(self, state: State, rng: "np.random.Generator | None" = None) -> np.ndarray:
         """The next action of every live game (0 for finished ones)."""
-        self.searcher(state.variant)  # before any move's clock starts
+        self.searcher(state.variant)  # built before any move's clock starts
         actions = np.zeros(state.batch_size, np.int64)
         for g in np.flatnonzero(~state.done):
             actions[g] = self._decide(state, int(g), time.perf_counter())
