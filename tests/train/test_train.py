@@ -189,7 +189,7 @@ def test_cosine_hours_without_a_time_budget_anneals_over_total_steps(tmp_path):
 @pytest.mark.slow
 def test_cosine_hours_anneals_by_the_runs_end(tmp_path):
     run = tmp_path / "run"
-    budget = ["train.hours=0.004", "train.iterations=0", "train.eval_every_minutes=0", "train.warmup_steps=1"]
+    budget = ["train.hours=0.0025", "train.iterations=0", "train.eval_every_minutes=0", "train.warmup_steps=1"]
     done = run_train(run, "train.lr_schedule=cosine_hours", "train.lr_min_factor=0.1", *budget)
     assert done.returncode == 0, done.stderr[-3000:]
     events = EventAccumulator(str(run / "tb"))
