@@ -330,7 +330,7 @@ class EngineSession:
         agent's own; without any the agent's apply; ``infinite`` searches until ``stop``."""
         agent = self.agent
         assert isinstance(agent, ClassicalAgent)  # _go sends only the classical agent here
-        agent.searcher(self.variant)  # built before this move's clock starts (the agent loaded the compiled code)
+        searcher = agent.searcher(self.variant)  # built before this move's clock starts
         start = time.perf_counter()
         moves = expand_full_moves(state)
         if moves.parent.size == 1:  # the only move: nothing to think about
@@ -355,7 +355,6 @@ class EngineSession:
         time_limit = limits.pop("time_limit", None)
         if time_limit is not None:
             limits["deadline"] = start + max(time_limit, 0.0)
-        searcher = agent.searcher(self.variant)
         pos = Position.from_state(state, 0)
 
         def run() -> None:

@@ -42,7 +42,7 @@ def test_beats_greedy_at_low_node_count(variant):
 def test_deadline_overrun_is_small():
     agent = ClassicalAgent(time_per_move=0.05)
     rng = np.random.default_rng(3)
-    agent(engine.init("I", 1), rng)  # the first call loads the compiled code: off the search's clock, not the call's
+    agent(engine.init("I", 1), rng)  # the first call builds the searcher: off the search's clock, not the call's
     overruns: "list[float]" = []
     for variant in ("I", "II"):
         state = engine.init(variant, 1)
