@@ -7,6 +7,7 @@ go through them.
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 import pathlib
@@ -69,6 +70,22 @@ def load_network(path: "str | os.PathLike") -> "tuple[PolicyValueNet, dict[str, 
     net = PolicyValueNet(NetworkConfig(**data["model_config"]))
     net.load_state_dict(data["model"])
     return net, data
+
+
+def load_weights(path: "str | os.PathLike", config: NetworkConfig, variant: str) -> "dict[str, torch.Tensor]":
+    """The network weights of checkpoint ``path`` (or a shipped agent's name) for a network of ``config``
+    playing ``variant``; a checkpoint of another variant or architecture raises ``ValueError`` naming
+    what differs (a run that starts from it would fail to load it, or learn the wrong game)."""
+    data = load(resolve_checkpoint(str(path)))
+    if data.get("variant", variant) != variant:
+        raise ValueError(f"{str(path)!r} plays Variant {data['variant']}, this run Variant {variant}")
+    saved, wanted = data.get("model_config", {}), dataclasses.asdict(config)
+    differ = [
+        f"{k}: {saved.get(k, '<absent>')} (checkpoint) != {v} (run)" for k, v in wanted.items() if saved.get(k) != v
+    ]
+    if differ:
+        raise ValueError(f"{str(path)!r} holds another network than this run's model config: " + "; ".join(differ))
+    return data["model"]
 
 
 def export(source: "str | os.PathLike", target: "str | os.PathLike") -> "dict[str, Any]":

@@ -146,7 +146,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     opponents = make_opponents(list(t.eval_opponents))
     counters: RunCounters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
 
-    # --- resume from the newest checkpoint of this run (or cfg.resume) ----------------------
+    # --- resume from the newest checkpoint of this run (or cfg.resume), or start from init_weights ---
     ckpt_dir = out_dir / "checkpoints"
     found = checkpoint.list_checkpoints(ckpt_dir)
     resume = cfg.resume or (found[-1] if found else None)
@@ -169,6 +169,9 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
         changes = config_changes(state.get("config") or {}, cast(dict, OmegaConf.to_container(cfg)))
         if changes:
             tqdm.write("the config differs from the checkpoint's, the run goes on with the new: " + "; ".join(changes))
+    elif config.init_weights:  # a new run from a trained network: only the weights carry over
+        net.load_state_dict(checkpoint.load_weights(config.init_weights, model_config, variant.name))
+        tqdm.write(f"a new run from the network of {config.init_weights}")
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay: "SelfPlay | None" = None
     workers: "RaySelfPlayActors | SelfPlayWorkers | None" = None
@@ -226,11 +229,11 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             it = counters["iteration"] + 1
 
             # 1. self-play with the latest weights (workers: those of the previous iteration). A run's
-            # first iteration plays fewer positions with shorter searches: its network is untrained,
+            # first iteration plays fewer positions with shorter searches where its network is untrained,
             # and the first line with losses comes sooner.
             per_worker = []
             count, simulations = t.positions_per_iteration, 0
-            if counters["iteration"] == 0:
+            if counters["iteration"] == 0 and not config.init_weights:
                 count, simulations = min(t.first_positions or count, count), t.first_simulations
             if workers is not None:
                 if not workers.pending:

@@ -95,6 +95,9 @@ class Config:
     seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
     device: str = "cpu"  # "cpu", "cuda" or "auto" for the network during training
     resume: str | None = None  # a checkpoint to continue from (default: the newest in this run's directory)
+    init_weights: str | None = None  # a new run's network starts from this checkpoint's (a run's checkpoint, an
+    # agent file, or variant_I / variant_II); optimiser, replay buffer, counters and schedule start anew
+    # (fine-tuning, a longer training in stretches); a run that resumes ignores it
 
 
 def register() -> None:
@@ -133,11 +136,11 @@ def check_overrides(overrides: "list[str]") -> None:
 def config_changes(saved: dict, current: dict, prefix: str = "") -> "list[str]":
     """The leaves where ``current`` differs from ``saved`` (nested dicts, as checkpoints store configs),
     each as ``"key: saved -> current"``; a key only one side has shows ``<absent>`` on the other.
-    ``resume`` is left out: it names where a run continues from, not how it trains."""
+    ``resume`` and ``init_weights`` are left out: they name where a run starts from, not how it trains."""
     changes = []
     for key in sorted(set(saved) | set(current), key=str):
         name = f"{prefix}{key}"
-        if name == "resume":
+        if name in ("resume", "init_weights"):
             continue
         old, new = saved.get(key, "<absent>"), current.get(key, "<absent>")
         if isinstance(old, dict) and isinstance(new, dict):

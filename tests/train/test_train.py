@@ -1,5 +1,6 @@
 """End-to-end training runs through the command line (tiny config, CleanRL-style smoke tests)."""
 
+import dataclasses
 import os
 import pathlib
 import signal
@@ -9,10 +10,12 @@ import time
 
 import numpy as np
 import pytest
+import torch
 from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
 
 import stapel_rl
-from stapel_rl.models import checkpoint
+from stapel_rl.env import get_variant
+from stapel_rl.models import PRESETS, PolicyValueNet, checkpoint
 
 TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
 
@@ -221,3 +224,35 @@ def test_selfplay_workers_feed_the_learner_and_a_resumed_run_continues(tmp_path)
     # The workers are gone with the run.
     leftover = subprocess.run(["pgrep", "-f", f"hydra.run.dir={run}"], capture_output=True, text=True).stdout
     assert not leftover.strip()
+
+
+@pytest.mark.slow
+def test_a_run_from_init_weights_starts_from_that_network(tmp_path):
+    # A network of the tiny config, saved as a checkpoint of another run; with a learning rate of 0 the
+    # new run's trained parameters are still exactly that network's (batch norm's running statistics
+    # move with the data), so its weights were the start.
+    torch.manual_seed(1)  # not the run's seed: its own initial network differs
+    source = PolicyValueNet(PRESETS["tiny"].for_variant(get_variant("I")))
+    path = checkpoint.save(
+        tmp_path / "other",
+        7,
+        {"model": source.state_dict(), "model_config": dataclasses.asdict(source.config), "variant": "I"},
+    )
+    run = tmp_path / "run"
+    done = run_train(run, f"init_weights={path}", "train.lr=0", "train.weight_decay=0", "train.eval_every_minutes=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"a new run from the network of {path}" in done.stdout + done.stderr
+    after = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
+    assert after["counters"]["iteration"] == 1 and after["trainer"]["steps"] > 0
+    for name, tensor in source.named_parameters():
+        assert torch.equal(after["model"][name], tensor), name
+
+
+def test_init_weights_of_another_variant_or_network_is_a_clear_error():
+    small = PRESETS["small"].for_variant(get_variant("I"))
+    weights = checkpoint.load_weights("variant_I", small, "I")
+    assert weights.keys() == PolicyValueNet(small).state_dict().keys()
+    with pytest.raises(ValueError, match="plays Variant I, this run Variant II"):
+        checkpoint.load_weights("variant_I", PRESETS["small"].for_variant(get_variant("II")), "II")
+    with pytest.raises(ValueError, match=r"another network .*blocks: 4 \(checkpoint\) != 2 \(run\)"):
+        checkpoint.load_weights("variant_I", PRESETS["tiny"].for_variant(get_variant("I")), "I")
