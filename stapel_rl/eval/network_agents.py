@@ -53,6 +53,11 @@ class MCTSAgent:
     one of its nodes, whichever game that call is for; elsewhere it starts
     afresh. With ``config.solver`` a search by time stops once every root is
     proven.
+
+    A process's first network calls pay one-time costs (the runtime's set-up,
+    its first kernels); an agent by time pays them in a short search
+    (``warm_up``) before its first move's clock starts, or that move would
+    search a tenth as much as the next.
     """
 
     evaluator: Evaluator
@@ -62,6 +67,16 @@ class MCTSAgent:
     simulations: int = 0
     reuse: bool = False
     cache: TreeCache = dataclasses.field(default_factory=TreeCache, repr=False)
+    warm: bool = dataclasses.field(default=False, repr=False)
+
+    def warm_up(self, state: State) -> None:
+        """Search the first game of ``state`` briefly (``FIRST_CHUNK`` simulations), once."""
+        if not self.warm:
+            config = dataclasses.replace(
+                self.config, num_simulations=FIRST_CHUNK, dirichlet_fraction=0.0, temperature=0.0
+            )
+            search(take(state, slice(0, 1)), self.evaluator, config, np.random.default_rng(0))
+            self.warm = True
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
         config = dataclasses.replace(self.config, dirichlet_fraction=0.0, temperature=0.0)
@@ -79,6 +94,7 @@ class MCTSAgent:
         if self.seconds is None:
             out = search(some, self.evaluator, config, rng, tree=tree)
         else:
+            self.warm_up(some)
             out = self._search_for(self.seconds, some, config, rng, tree, start)
         # The root's first visit is its evaluation.
         self.simulations = int((out.tree.node_visits[:, 0] - start).max())
@@ -188,11 +204,10 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
         leaves_per_call=batch,
         solver=options.get("solver", "on") == "on",
     )
-    # A process's first network calls pay one-time costs (the runtime's set-up, its first kernels): a
-    # short search here, before any move's clock, or a first move by time would search a tenth as much.
-    warm = dataclasses.replace(config, num_simulations=FIRST_CHUNK, dirichlet_fraction=0.0, temperature=0.0)
-    search(engine.init(checkpoint.get("variant") or "I", 1), evaluator, warm, np.random.default_rng(0))
-    return MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on")
+    agent = MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on")
+    # Warmed when made, not on the first move, so that a match's time per move leaves the set-up out.
+    agent.warm_up(engine.init(checkpoint.get("variant") or "I", 1))
+    return agent
 
 
 def policy_from_spec_args(args: "list[str]") -> PolicyAgent:

@@ -67,7 +67,7 @@ def test_deadline_overrun_is_small():
 def test_a_processs_first_move_searches_its_full_time():
     # The first search of a process loads the compiled code (or compiles it, after installing): off
     # the clock, or the first move of every match job would come from a search cut short at depth 1.
-    (depth,) = first_moves("classical:time=0.1", 1, "agent.last.depth")
+    (depth,) = first_moves('make_agent("classical:time=0.1")', 1, "agent.last.depth")
     assert int(depth) >= 5
 
 

@@ -88,8 +88,12 @@ def test_a_grown_tree_keeps_its_nodes_and_the_search_continues_in_it(algorithm):
 @pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
 @pytest.mark.parametrize("seconds", [0.25, 1.0, 3.0])
 def test_timed_agent_searches_until_the_time_is_spent(clock, algorithm, seconds):
+    # warm=True: the clocked evaluator has no set-up to pay, and the test counts every call.
     agent = MCTSAgent(
-        ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm), seconds=seconds
+        ClockedEvaluator(clock),
+        SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm),
+        seconds=seconds,
+        warm=True,
     )
     state = init("I", 2)
     action = agent(state, np.random.default_rng(0))
@@ -100,10 +104,10 @@ def test_timed_agent_searches_until_the_time_is_spent(clock, algorithm, seconds)
 
 
 def test_timed_agent_keeps_to_its_simulation_limit_and_always_searches_once(clock):
-    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=20), seconds=10.0)
+    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=20), seconds=10.0, warm=True)
     agent(init("I"), np.random.default_rng(0))
     assert agent.simulations == 20 and clock.now == 21 * STEP
-    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED), seconds=1e-9)
+    agent = MCTSAgent(ClockedEvaluator(clock), SearchConfig(num_simulations=UNLIMITED), seconds=1e-9, warm=True)
     agent(init("I"), np.random.default_rng(0))
     assert agent.simulations == 1
 
@@ -155,7 +159,7 @@ def test_agent_plays_forced_leaps_without_searching_them():
 def test_timed_agent_with_leaf_batching_keeps_to_the_deadline(clock, algorithm):
     # Each evaluator call is now one step of up to 4 leaves: more simulations than calls, same deadline.
     config = SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm, leaves_per_call=4)
-    agent = MCTSAgent(ClockedEvaluator(clock), config, seconds=1.0)
+    agent = MCTSAgent(ClockedEvaluator(clock), config, seconds=1.0, warm=True)
     state = init("I", 1)
     action = agent(state, np.random.default_rng(0))
     assert state.legal_action_mask[0, action[0]]
@@ -163,8 +167,18 @@ def test_timed_agent_with_leaf_batching_keeps_to_the_deadline(clock, algorithm):
     assert 1.0 - 2 * STEP < clock.now <= 1.0 + STEP
 
 
-def test_a_processs_first_move_by_time_searches_as_much_as_the_next():
-    # A process's first network calls pay one-time costs: the spec's agent pays them when built, off
-    # the clock (before, the first move of every match job searched about a tenth of the next ones).
-    first, *later = map(int, first_moves("mcts:variant_I:time=0.1:reuse=off", 3, "agent.simulations"))
+@pytest.mark.parametrize(
+    "build",
+    [
+        'make_agent("mcts:variant_I:time=0.1:reuse=off")',
+        'MCTSAgent(load_evaluator("variant_I")[0], SearchConfig(num_simulations=UNLIMITED, leaves_per_call=16), '
+        "seconds=0.1)",
+    ],
+    ids=["spec", "class"],
+)
+def test_a_processs_first_move_by_time_searches_as_much_as_the_next(build):
+    # A process's first network calls pay one-time costs: an agent by time pays them in a short search
+    # off the clock, the spec's when built, one made from its class before its first search (before,
+    # the first move of every match job searched about a tenth of the next ones).
+    first, *later = map(int, first_moves(build, 3, "agent.simulations"))
     assert first >= max(later) / 3, (first, later)
