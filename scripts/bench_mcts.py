@@ -18,10 +18,12 @@
    ``--batches`` leaves per call (the agent's default is 16), each a search
    of ``--agent-sims`` simulations from the same mid-game positions, the
    variants interleaved (A B A B), medians and their ratio to batch=1 from
-   the same process. ``--only-agent`` runs this part alone.
+   the same process. The positions all have more than one legal action (an
+   agent plays a single one without searching). ``--only-agent`` runs this part alone.
 
 Usage: python scripts/bench_mcts.py [--model small] [--layout grid] [--net-batch 512] [--net-sims 32]
                                     [--forced-rounds 2] [--quick] [--agent mcts:variant_I] [--agent-sims 256]
+                                    [--variant I] [--agent-positions 8]
                                     [--batches 1,4,16,32] [--threads N] [--only-agent]
 """
 
@@ -80,6 +82,19 @@ def cpu_description() -> str:
     )
 
 
+def positions_with_a_choice(variant: str, count: int, rng: np.random.Generator) -> State:
+    """``count`` mid-game positions of ``variant`` with more than one legal action.
+
+    An agent plays a position with one legal action without a search, so such a
+    position would time nothing (and count a rate of zero).
+    """
+    state = random_positions(variant, 8 * count, 20, rng)
+    choice = np.flatnonzero(state.legal_action_mask.sum(axis=1) > 1)
+    if choice.size < count:
+        raise RuntimeError(f"only {choice.size} of {8 * count} positions have a choice of action")
+    return take(state, choice[:count])
+
+
 def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, repeats: int) -> "dict[int, float]":
     """Median simulations/s of ``spec`` searching one game at a time, for each leaves-per-call count.
 
@@ -109,12 +124,12 @@ def bench_agent(args: argparse.Namespace, repeats: int) -> None:
     probe = make_agent(f"{args.agent}:sims=1")
     precision = getattr(probe.evaluator, "precision", "?")
     print(
-        f"\n4. agent '{args.agent}' searching one game, {args.agent_sims} simulations a search, "
-        f"network {precision}, {torch.get_num_threads()} torch threads"
+        f"\n4. agent '{args.agent}' searching one game of Variant {args.variant}, "
+        f"{args.agent_sims} simulations a search, network {precision}, {torch.get_num_threads()} torch threads"
     )
     print(f"   CPU: {cpu_description()}")
     load = os.getloadavg()
-    positions = random_positions("I", 4, 20, np.random.default_rng(1))
+    positions = positions_with_a_choice(args.variant, args.agent_positions, np.random.default_rng(1))
     rates = agent_rates(args.agent, args.agent_sims, batches, positions, repeats)
     print(f"{'leaves/call':>11} {'sims/s':>10} {'ratio':>7}")
     for k, rate in rates.items():
@@ -145,6 +160,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
     parser.add_argument("--agent", default="mcts:variant_I", help="part 4: the agent spec searching one game")
     parser.add_argument("--agent-sims", type=int, default=256, help="part 4: simulations per search")
+    parser.add_argument("--variant", default="I", choices=["I", "II"], help="part 4: the agent's variant")
+    parser.add_argument("--agent-positions", type=int, default=8, help="part 4: positions searched each repeat")
     parser.add_argument("--batches", default="4,16,32", help="part 4: leaves per network call to compare with 1")
     parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     parser.add_argument("--only-agent", action="store_true", help="run part 4 alone")

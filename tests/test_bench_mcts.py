@@ -1,0 +1,22 @@
+"""scripts/bench_mcts.py times agents only on positions where they search."""
+
+import numpy as np
+import pytest
+
+from scripts import load_script
+from stapel_rl.env import take
+from stapel_rl.eval.agents import make_agent
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_the_agent_benchmark_positions_each_have_a_choice_and_are_searched(variant):
+    positions = load_script("bench_mcts").positions_with_a_choice(variant, 6, np.random.default_rng(1))
+    assert positions.batch_size == 6
+    assert (positions.legal_action_mask.sum(axis=1) > 1).all()
+    assert not positions.done.any()
+    assert positions.variant.name == variant
+    # What the benchmark divides by: a search of every position counts its simulations.
+    agent = make_agent(f"mcts:variant_{variant}:sims=8:reuse=off")
+    for game in range(positions.batch_size):
+        agent(take(positions, np.array([game])), np.random.default_rng(0))
+        assert agent.simulations == 8
