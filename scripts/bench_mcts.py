@@ -91,7 +91,7 @@ def positions_with_a_choice(variant: str, count: int, rng: np.random.Generator) 
     state = random_positions(variant, 8 * count, 20, rng)
     choice = np.flatnonzero(state.legal_action_mask.sum(axis=1) > 1)
     if choice.size < count:
-        raise RuntimeError(f"only {choice.size} of {8 * count} positions have a choice of action")
+        raise RuntimeError(f"only {choice.size} of {state.batch_size} positions have a choice of action")
     return take(state, choice[:count])
 
 
