@@ -27,6 +27,8 @@ from stapel_rl.env import engine
 from stapel_rl.mcts import solver
 from stapel_rl.mcts.algorithm import Algorithm
 from stapel_rl.mcts.expand import evaluate
+from stapel_rl.mcts.gumbel import Gumbel
+from stapel_rl.mcts.root_lanes import root_rounds
 from stapel_rl.mcts.tree import Tree, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
@@ -134,6 +136,61 @@ class _Step:
             action = solver.prefer(self.tree, node, action)
         return action
 
+    def root_rounds(self, lanes: np.ndarray, start_visits: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+        """The lanes' rounds at the roots, each choice made after the virtual visits of those before it.
+
+        Returns the lanes that go on below the roots and the flat nodes they enter.
+        """
+        tree, n = self.tree, self.n
+        rank = np.arange(self.game.size) - np.repeat(np.cumsum(lanes) - lanes, lanes)
+        next_lanes, next_node = [], []
+        for j in range(int(lanes.max(initial=0))):
+            these = np.flatnonzero(rank == j)
+            g = self.game[these]
+            action = tree.forced[:, 0].astype(np.int64)
+            self.algorithm.select_roots(tree, tree.node_visits[:, 0] - start_visits, action)
+            go, node = self.take(these, g * n, action[g])
+            self.algorithm.simulated(tree, g.size, g, g * n)
+            next_lanes.append(go)
+            next_node.append(node)
+        return np.concatenate(next_lanes), np.concatenate(next_node)
+
+    def halving_rounds(
+        self, gumbel: Gumbel, lanes: np.ndarray, start_visits: np.ndarray
+    ) -> "tuple[np.ndarray, np.ndarray]":
+        """``root_rounds`` for Gumbel's halving roots, in one compiled call (``root_lanes.root_rounds``)."""
+        tree, root, interior = self.tree, gumbel.root, gumbel.interior
+        row_of_game = np.full(tree.batch_size, -1, np.int64)
+        row_of_game[root.games] = np.arange(root.games.size)
+        lanes = lanes.astype(np.int64)
+        path, go, placed, saved_nodes, saved_edges, saved_values = root_rounds(
+            lanes, np.cumsum(lanes) - lanes, start_visits.astype(np.int64),
+            np.ascontiguousarray(tree.forced[:, 0]), row_of_game, self.n,
+            self.node_visits, tree.raw_values.reshape(-1), self.children, self.edge_visits, self.edge_values,
+            tree.parents, tree.action_from_parent, tree.num_nodes, self.pending,
+            interior.next_action, interior.stale, self.final, self.dropped,
+            root.games, root.score, root.fresh_score, root.targets, root.base_visits, root.inherited, root.prior,
+            root.prior_visited, root.visited_prior, root.prior_q, root.q_low, root.q_high, root.num_visited,
+            root.num_legal, root.max_visits, root.considered, root.considered_at, root.considered_base,
+            root.considered_score, root.has_considered, root.chosen,
+            np.float32(root.c_visit), np.float32(root.c_scale), VIRTUAL_LOSS,
+        )  # fmt: skip
+        # Restored after the descent's entries, first save last: each index gets its value before the step.
+        for array, index, old in (
+            (self.node_visits, saved_nodes[:, 0], saved_nodes[:, 1]),
+            (self.edge_visits, saved_edges[:, 0], saved_edges[:, 1]),
+            (self.edge_values, saved_edges[:, 0], saved_values),
+        ):
+            first = np.unique(index, return_index=True)[1]
+            self.undo.append((array, index[first], old[first].astype(array.dtype)))
+        self.path_lane.append(path[:, 0])
+        self.path_node.append(path[:, 1])
+        self.path_action.append(path[:, 2])
+        if placed.size:
+            self.placed_games.append(placed[:, 0])
+            self.placed_nodes.append(placed[:, 1])
+        return go[:, 0], go[:, 1]
+
     def restore(self) -> None:
         """Put the virtual statistics back (latest first, so that the first saved value wins)."""
         for array, index, old in reversed(self.undo):
@@ -149,29 +206,22 @@ def simulate(
     skip_forced: bool,
     forced_rounds: "int | None",
     solve: bool,
+    compiled_roots: bool = True,
 ) -> None:
     """One step: ``lanes`` ``[B]`` lanes in each game (0: none), one engine step and one evaluator call for all.
 
     ``start_visits`` ``[B]``: the roots' visits before the search's first
     simulation, from which each game's simulation count (the algorithm's
-    schedule) is read.
+    schedule) is read. Gumbel's root rounds run compiled (``root_lanes``)
+    unless ``compiled_roots`` is False (the numpy rounds they are tested against).
     """
     b, n = tree.batch_size, tree.capacity
     games = np.repeat(np.arange(b), lanes)
-    rank = np.arange(games.size) - np.repeat(np.cumsum(lanes) - lanes, lanes)
     step = _Step(tree, algorithm, games, solve)
-    # The roots: one round per lane, each choice made after the virtual visits of those before it.
-    next_lanes, next_node = [], []
-    for j in range(int(lanes.max(initial=0))):
-        these = np.flatnonzero(rank == j)
-        g = games[these]
-        action = tree.forced[:, 0].astype(np.int64)
-        algorithm.select_roots(tree, tree.node_visits[:, 0] - start_visits, action)
-        go, node = step.take(these, g * n, action[g])
-        algorithm.simulated(tree, g.size, g, g * n)
-        next_lanes.append(go)
-        next_node.append(node)
-    go, node = np.concatenate(next_lanes), np.concatenate(next_node)
+    if isinstance(algorithm, Gumbel) and compiled_roots:
+        go, node = step.halving_rounds(algorithm, lanes, start_visits)
+    else:
+        go, node = step.root_rounds(lanes, start_visits)
     while go.size:
         order = np.argsort(node, kind="stable")
         go, node = go[order], node[order]

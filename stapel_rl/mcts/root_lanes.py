@@ -1,0 +1,258 @@
+"""The roots' rounds of a leaf-batching step (``lanes``) under Gumbel's sequential halving, compiled.
+
+A step sends its K lanes from each root one after another, each choosing
+after the virtual loss of those before it, so the roots take K rounds of
+choice, virtual loss and bookkeeping per step. In numpy each round costs a
+few dozen calls whatever the number of games, which for one game's search
+(an agent's) is most of the step's time besides the network. This module
+runs the rounds in one compiled call: ``halving.Root.select`` and
+``update`` and ``lanes._Step.take`` at the roots, the same float32
+arithmetic (numpy's pairwise sums included) in the same order, so that the
+tree and the roots' arrays come out as the numpy rounds leave them
+(tests/mcts/test_root_lanes.py holds the two equal).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SMALLEST
+
+_PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
+_SPAN_FLOOR = np.float32(1e-8)
+
+
+@njit(cache=True, nogil=True)
+def _block_sum(a: np.ndarray, start: int, n: int) -> np.float32:
+    """numpy's pairwise summation of at most 128 float32: eight running sums, then the rest in turn."""
+    if n < 8:
+        total = np.float32(0.0)
+        for i in range(start, start + n):
+            total += a[i]
+        return total
+    r = np.empty(8, np.float32)
+    for j in range(8):
+        r[j] = a[start + j]
+    i = 8
+    while i < n - n % 8:
+        for j in range(8):
+            r[j] += a[start + i + j]
+        i += 8
+    total = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]))
+    while i < n:
+        total += a[start + i]
+        i += 1
+    return total
+
+
+@njit(cache=True, nogil=True)
+def pairwise_sum(a: np.ndarray, start: int, n: int) -> np.float32:
+    """``a[start:start + n].sum()`` for float32 ``a``, rounded as numpy's pairwise summation rounds it.
+
+    numpy halves a longer run (at a multiple of 8) until the halves fit a block; the halving runs
+    here on an explicit stack, as numba's cache does not keep recursive functions safely.
+    """
+    if n <= _PAIRWISE_BLOCK:
+        return _block_sum(a, start, n)
+    starts, sizes, state = np.empty(64, np.int64), np.empty(64, np.int64), np.empty(64, np.int64)
+    values = np.empty(64, np.float32)
+    top, count = 0, 0
+    starts[0], sizes[0], state[0] = start, n, 0
+    while top >= 0:
+        s, m, done = starts[top], sizes[top], state[top]
+        top -= 1
+        if m <= _PAIRWISE_BLOCK:
+            values[count] = _block_sum(a, s, m)
+            count += 1
+        elif done:  # both halves summed: combine them as the recursion does, left + right
+            values[count - 2] = values[count - 2] + values[count - 1]
+            count -= 1
+        else:
+            half = m // 2
+            half -= half % 8
+            for push_start, push_size, push_state in ((s, m, 1), (s + half, m - half, 0), (s, half, 0)):
+                top += 1
+                starts[top], sizes[top], state[top] = push_start, push_size, push_state
+    return values[0]
+
+
+@njit(cache=True, nogil=True)
+def _scales(
+    f, root_visits, raw, prior_q, visited_prior, q_low, q_high, num_visited, num_legal, max_visits, c_visit, c_scale
+):
+    """``halving.Root._scales`` for root row ``f``: mixed value, low, span, sigma's coefficient."""
+    a = prior_q.shape[1]
+    total = np.float32(root_visits - 1)
+    weighted = pairwise_sum(prior_q[f], 0, a)
+    mixed = (raw + total * (weighted / max(visited_prior[f], SMALLEST))) / (np.float32(1.0) + total)
+    low, high = POS_INF, NEG_INF
+    for i in range(a):
+        low = min(low, q_low[f, i])
+        high = max(high, q_high[f, i])
+    if num_visited[f] < num_legal[f]:
+        low, high = min(low, mixed), max(high, mixed)
+    coef = (c_visit + np.float32(max_visits[f])) * c_scale
+    return mixed, low, max(high - low, _SPAN_FLOOR), coef
+
+
+@njit(cache=True, nogil=True)
+def _fill_considered(f, game, capacity, children_visits, root):
+    """``halving.Root._fill_considered`` for row ``f`` (its actions visited by this search, ascending)."""
+    score, base_visits, considered, considered_at, considered_base, considered_score = root
+    a, m = score.shape[1], considered.shape[1]
+    count = 0
+    for i in range(a):
+        if children_visits[game * capacity * a + i] > base_visits[f, i]:
+            if count < m:
+                considered[f, count] = i
+            count += 1
+    for slot in range(min(count, m), m):  # padded with the last
+        considered[f, slot] = considered[f, max(min(count, m) - 1, 0)]
+    for slot in range(m):
+        col = considered[f, slot]
+        considered_at[f, slot] = game * capacity * a + col
+        considered_base[f, slot] = base_visits[f, col]
+        considered_score[f, slot] = score[f, col]
+
+
+@njit(cache=True, nogil=True)
+def root_rounds(
+    lanes, first_lane, start_visits, forced_root, row_of_game, capacity,
+    node_visits, node_raw, children_index, children_visits, children_values,
+    parents, action_from_parent, num_nodes, pending, next_action, stale, final, dropped,
+    games, score, fresh_score, targets, base_visits, inherited, prior, prior_visited, visited_prior,
+    prior_q, q_low, q_high, num_visited, num_legal, max_visits,
+    considered, considered_at, considered_base, considered_score, has_considered, chosen,
+    c_visit, c_scale, virtual_loss,
+):  # fmt: skip
+    """All roots' rounds of one step; the arrays are the tree's (flat where the numpy step reads them flat),
+    the step's and the ``halving.Root``'s, changed in place as the numpy rounds change them.
+
+    Returns, in the numpy rounds' order (round by round, games ascending): the path entries
+    ``(lane, node, action)``, the lanes that go on and the flat nodes they enter, the placed
+    ``(game, node)`` pairs, and the saved ``(index, old value)`` of node visits, edge visits and
+    edge values (first save first).
+    """
+    a = children_visits.size // node_visits.size
+    total = int(lanes.sum())
+    path = np.empty((total, 3), np.int64)
+    go = np.empty((total, 2), np.int64)
+    placed = np.empty((total, 2), np.int64)
+    saved_nodes = np.empty((2 * total, 2), np.int64)
+    saved_edges = np.empty((total, 2), np.int64)
+    saved_values = np.empty(total, np.float32)
+    counts = np.zeros(5, np.int64)  # path, go, placed, saved nodes, saved edges
+    considered_arrays = (score, base_visits, considered, considered_at, considered_base, considered_score)
+    for j in range(lanes.max()):
+        for game in range(lanes.size):
+            if lanes[game] <= j:
+                continue
+            lane = first_lane[game] + j
+            root = game * capacity
+            action = np.int64(forced_root[game])
+            f = row_of_game[game]
+            if f >= 0:
+                simulation = min(node_visits[root] - start_visits[game], targets.shape[1] - 1)
+                target = targets[f, simulation]
+                mixed, low, span, coef = _scales(
+                    f, node_visits[root], node_raw[game * capacity], prior_q, visited_prior,
+                    q_low, q_high, num_visited, num_legal, max_visits, c_visit, c_scale,
+                )  # fmt: skip
+                best, best_score = 0, NEG_INF
+                if target == 0:
+                    plain = coef * ((mixed - low) / span)
+                    for i in range(a):
+                        sigma = plain
+                        if inherited[f]:
+                            q = mixed if q_low[f, i] == POS_INF else q_low[f, i]
+                            sigma = coef * ((q - low) / span)
+                        s = fresh_score[f, i] + sigma
+                        if s > best_score:
+                            best, best_score = i, s
+                else:
+                    if not has_considered[f]:
+                        _fill_considered(f, games[f], capacity, children_visits, considered_arrays)
+                        has_considered[f] = True
+                    pick = 0
+                    for slot in range(considered.shape[1]):
+                        at = considered_at[f, slot]
+                        s = NEG_INF
+                        if children_visits[at] - considered_base[f, slot] == target:
+                            s = considered_score[f, slot] + coef * ((children_values[at] - low) / span)
+                        if s > best_score:
+                            pick, best_score = slot, s
+                    best = considered[f, pick]
+                chosen[f] = best
+                action = best
+            if action == -2:  # the game is over at the root
+                saved_nodes[counts[3], 0] = root
+                saved_nodes[counts[3], 1] = node_visits[root]
+                counts[3] += 1
+                node_visits[root] += 1
+                final[lane] = root
+            else:
+                child = children_index[root * a + action]
+                if child >= 0 and pending[root + child]:
+                    dropped[lane] = True  # it would enter a node placed in this step: no evaluation, no visit
+                else:
+                    path[counts[0], 0] = lane
+                    path[counts[0], 1] = root
+                    path[counts[0], 2] = action
+                    counts[0] += 1
+                    saved_nodes[counts[3], 0] = root
+                    saved_nodes[counts[3], 1] = node_visits[root]
+                    counts[3] += 1
+                    node_visits[root] += 1
+                    edge = root * a + action
+                    visits, old = children_visits[edge], children_values[edge]
+                    saved_edges[counts[4], 0] = edge
+                    saved_edges[counts[4], 1] = visits
+                    saved_values[counts[4]] = old
+                    counts[4] += 1
+                    # numpy's promotion: a float32 difference over an int32 count is float64, stored as float32.
+                    children_values[edge] = np.float32(np.float64(old) + np.float64(virtual_loss - old) / (visits + 1))
+                    children_visits[edge] = visits + 1
+                    if child < 0:
+                        new = num_nodes[game]
+                        if new >= capacity:
+                            raise RuntimeError("search tree is full: allocate more nodes than simulations")
+                        num_nodes[game] += 1
+                        parents[game, new] = 0
+                        action_from_parent[game, new] = action
+                        children_index[edge] = new
+                        pending[root + new] = True
+                        saved_nodes[counts[3], 0] = root + new
+                        saved_nodes[counts[3], 1] = node_visits[root + new]
+                        counts[3] += 1
+                        node_visits[root + new] += 1
+                        final[lane] = root + new
+                        next_action[game, new] = -2
+                        stale[game, 0] = True
+                        placed[counts[2], 0] = game
+                        placed[counts[2], 1] = new
+                        counts[2] += 1
+                    else:
+                        go[counts[1], 0] = lane
+                        go[counts[1], 1] = root + child
+                        counts[1] += 1
+            if f >= 0:  # halving.Root.update at the chosen child
+                at = root * a + action
+                q = children_values[at]
+                if q_low[f, action] == POS_INF:
+                    num_visited[f] += 1
+                    prior_visited[f, action] = prior[f, action]
+                    visited_prior[f] = pairwise_sum(prior_visited[f], 0, a)
+                prior_q[f, action] = prior[f, action] * q
+                q_low[f, action] = q
+                q_high[f, action] = q
+                max_visits[f] = max(max_visits[f], children_visits[at])
+                fresh_score[f, action] = NEG_INF
+    return (
+        path[: counts[0]],
+        go[: counts[1]],
+        placed[: counts[2]],
+        saved_nodes[: counts[3]],
+        saved_edges[: counts[4]],
+        saved_values[: counts[4]],
+    )

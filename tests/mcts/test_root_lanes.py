@@ -1,0 +1,113 @@
+"""The compiled root rounds of leaf batching under Gumbel (mcts/root_lanes.py) against the numpy rounds
+(``lanes._Step.root_rounds``): the same trees, to the last bit."""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import functools
+
+import numpy as np
+import pytest
+from boards import fen
+from test_lanes_solver import PositionEvaluator, config
+
+from stapel_rl.env import concatenate, from_fens, init
+from stapel_rl.env.sampling import random_positions
+from stapel_rl.mcts import lanes, search
+from stapel_rl.mcts.root_lanes import pairwise_sum
+from stapel_rl.mcts.search import ALGORITHMS
+from stapel_rl.mcts.tree import Tree, grow
+
+
+def test_pairwise_sum_rounds_as_numpy_sums():
+    rng = np.random.default_rng(0)
+    for n in [*range(0, 300, 7), 200, 1000, 1033]:
+        rows = (rng.standard_normal((3, n)) * rng.choice([1e-3, 1.0, 1e4], (3, n))).astype(np.float32)
+        sums = rows.sum(axis=1)  # the float32 sums halving.Root takes over its [F, A] rows
+        assert [pairwise_sum(row, 0, n) for row in rows] == sums.tolist()
+
+
+def searched(state, compiled: bool, sims: int, tree: "Tree | None" = None, **kw):
+    """A Gumbel search with the compiled or the numpy root rounds (the rest of the search alike)."""
+    simulate = lanes.simulate
+    lanes.simulate = functools.partial(simulate, compiled_roots=compiled)
+    try:
+        return search(state, PositionEvaluator(), config("gumbel", sims, **kw), np.random.default_rng(3), tree=tree)
+    finally:
+        lanes.simulate = simulate
+
+
+def assert_same_trees(a: Tree, b: Tree) -> None:
+    for field in dataclasses.fields(Tree):
+        if field.name != "states":
+            np.testing.assert_array_equal(getattr(a, field.name), getattr(b, field.name), err_msg=field.name)
+
+
+def mixed_batch(seed: int):
+    """Live mid-games of both variants' kind, a root with one legal action and a finished game."""
+    over = init("I", 1)
+    over.terminated[:] = True
+    over.legal_action_mask[:] = False
+    forced = from_fens([fen("W", {32: "w", 28: "b", 1: "b"})])
+    return concatenate([random_positions("I", 3, 8 + seed, np.random.default_rng(seed)), forced, over])
+
+
+@pytest.mark.parametrize("leaves", [2, 5, 16])
+@pytest.mark.parametrize("temperature", [0.0, 1.0])
+@pytest.mark.parametrize("considered", [2, 4, 16])
+def test_compiled_root_rounds_leave_the_numpy_rounds_trees(leaves, temperature, considered):
+    state = mixed_batch(leaves + considered)
+    kw = {"leaves_per_call": leaves, "temperature": temperature, "max_considered": considered}
+    fast, plain = searched(state, True, 45, **kw), searched(state, False, 45, **kw)
+    assert_same_trees(fast.tree, plain.tree)
+    for name in ("action", "policy", "visits", "search_value"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_compiled_root_rounds_continue_a_searched_tree_as_numpy_does(variant):
+    """A tree searched before (as an agent searching by time continues it): the roots inherit visits."""
+    state = random_positions(variant, 2, 14, np.random.default_rng(7))
+    first = searched(state, False, 30, leaves_per_call=4)
+    again = {c: searched(state, c, 40, grow(first.tree, 71), leaves_per_call=8, solver=True) for c in (True, False)}
+    assert_same_trees(again[True].tree, again[False].tree)
+    np.testing.assert_array_equal(again[True].action, again[False].action)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_one_steps_root_rounds_change_the_same_arrays_as_numpy(seed):
+    """Right after the root rounds, before the descent and ``resync``: the roots' halving arrays, the
+    tree, the lanes' paths and ends, and the statistics ``restore`` puts back. (The numpy rounds also
+    choose for games with fewer lanes than the round's number, which ``resync`` undoes: the searches
+    above hold the two equal there.)"""
+    rng = np.random.default_rng(seed)
+    state = mixed_batch(seed)
+    searched_before = searched(state, False, int(rng.integers(1, 40)), leaves_per_call=3)
+    lanes_per_game = np.full(state.batch_size, int(rng.integers(2, 17)))
+    cfg = config("gumbel", 80, temperature=1.0, max_considered=int(rng.integers(2, 17)))
+    start = searched_before.tree.node_visits[:, 0]  # a new search of the searched roots
+    runs = {}
+    for compiled in (True, False):
+        tree = copy.deepcopy(grow(searched_before.tree, 100))
+        algorithm = ALGORITHMS["gumbel"](tree, cfg, np.random.default_rng(seed), tree.children_visits[:, 0].copy())
+        step = lanes._Step(tree, algorithm, np.repeat(np.arange(state.batch_size), lanes_per_game), False)
+        if compiled:
+            go = step.halving_rounds(algorithm, lanes_per_game, start)
+        else:
+            go = step.root_rounds(lanes_per_game, start)
+        runs[compiled] = tree, algorithm.root, step, go
+    (tree, root, step, go), (tree_np, root_np, step_np, go_np) = runs[True], runs[False]
+    assert_same_trees(tree, tree_np)
+    for field in dataclasses.fields(root):
+        if field.name not in ("considered", "considered_at", "considered_base", "considered_score", "chosen"):
+            np.testing.assert_array_equal(getattr(root, field.name), getattr(root_np, field.name), err_msg=field.name)
+    for name in ("final", "dropped", "pending"):
+        np.testing.assert_array_equal(getattr(step, name), getattr(step_np, name), err_msg=name)
+    for name in ("path_lane", "path_node", "path_action", "placed_games", "placed_nodes"):
+        np.testing.assert_array_equal(*(np.concatenate(s.__dict__[name] or [[]]) for s in (step, step_np)), name)
+    np.testing.assert_array_equal(go[0], go_np[0])
+    np.testing.assert_array_equal(go[1], go_np[1])
+    step.restore()
+    step_np.restore()
+    assert_same_trees(tree, tree_np)
