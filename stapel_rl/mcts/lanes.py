@@ -28,7 +28,7 @@ from stapel_rl.mcts import solver
 from stapel_rl.mcts.algorithm import Algorithm
 from stapel_rl.mcts.expand import evaluate
 from stapel_rl.mcts.gumbel import Gumbel
-from stapel_rl.mcts.root_lanes import root_rounds
+from stapel_rl.mcts.lanes_compiled import root_rounds, take_lanes
 from stapel_rl.mcts.tree import Tree, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
@@ -37,9 +37,15 @@ VIRTUAL_LOSS = np.float32(-1.0)
 
 
 class _Step:
-    """One step's lanes: their paths, the virtual statistics to undo, the nodes they placed."""
+    """One step's lanes: their paths, the virtual statistics to undo, the nodes they placed.
 
-    def __init__(self, tree: Tree, algorithm: "Algorithm", games: np.ndarray, solve: bool) -> None:
+    With ``compiled`` the lanes' moves (``take``) and Gumbel's root rounds run in ``lanes_compiled``;
+    the numpy forms here are what the compiled ones are tested against.
+    """
+
+    def __init__(
+        self, tree: Tree, algorithm: "Algorithm", games: np.ndarray, solve: bool, compiled: bool = True
+    ) -> None:
         self.tree, self.algorithm = tree, algorithm
         self.n, self.a = tree.capacity, tree.children_index.shape[2]
         self.children = tree.children_index.reshape(-1)
@@ -59,6 +65,11 @@ class _Step:
         self.placed_games: "list[np.ndarray]" = []
         self.placed_nodes: "list[np.ndarray]" = []
         self.solve = solve and solver.any_proven(tree)
+        self.compiled = compiled
+        self.arrays = (
+            self.node_visits, self.children, self.edge_visits, self.edge_values, tree.parents,
+            tree.action_from_parent, tree.num_nodes, self.pending, self.final, self.dropped, VIRTUAL_LOSS,
+        )  # fmt: skip
 
     def _save(self, array: np.ndarray, index: np.ndarray) -> None:
         self.undo.append((array, index, array[index]))
@@ -68,6 +79,8 @@ class _Step:
 
         Returns the lanes that go on and the nodes they enter.
         """
+        if self.compiled:
+            return self._recorded(take_lanes(lanes, node, action, self.n, self.arrays), repeats=False)
         over = action == -2
         if over.any():
             self._visit_nodes(node[over])
@@ -158,35 +171,39 @@ class _Step:
     def halving_rounds(
         self, gumbel: Gumbel, lanes: np.ndarray, start_visits: np.ndarray
     ) -> "tuple[np.ndarray, np.ndarray]":
-        """``root_rounds`` for Gumbel's halving roots, in one compiled call (``root_lanes.root_rounds``)."""
-        tree, root, interior = self.tree, gumbel.root, gumbel.interior
+        """``root_rounds`` for Gumbel's halving roots, in one compiled call (``lanes_compiled.root_rounds``)."""
+        tree, root = self.tree, gumbel.root
         row_of_game = np.full(tree.batch_size, -1, np.int64)
         row_of_game[root.games] = np.arange(root.games.size)
         lanes = lanes.astype(np.int64)
-        path, go, placed, saved_nodes, saved_edges, saved_values = root_rounds(
+        records = root_rounds(
             lanes, np.cumsum(lanes) - lanes, start_visits.astype(np.int64),
-            np.ascontiguousarray(tree.forced[:, 0]), row_of_game, self.n,
-            self.node_visits, tree.raw_values.reshape(-1), self.children, self.edge_visits, self.edge_values,
-            tree.parents, tree.action_from_parent, tree.num_nodes, self.pending,
-            interior.next_action, interior.stale, self.final, self.dropped,
+            np.ascontiguousarray(tree.forced[:, 0]), row_of_game, self.n, tree.raw_values.reshape(-1), self.arrays,
             root.games, root.score, root.fresh_score, root.targets, root.base_visits, root.inherited, root.prior,
             root.prior_visited, root.visited_prior, root.prior_q, root.q_low, root.q_high, root.num_visited,
             root.num_legal, root.max_visits, root.considered, root.considered_at, root.considered_base,
             root.considered_score, root.has_considered, root.chosen,
-            np.float32(root.c_visit), np.float32(root.c_scale), VIRTUAL_LOSS,
+            np.float32(root.c_visit), np.float32(root.c_scale),
         )  # fmt: skip
-        # Restored after the descent's entries, first save last: each index gets its value before the step.
+        return self._recorded(records, repeats=True)
+
+    def _recorded(self, records: "tuple[np.ndarray, ...]", repeats: bool) -> "tuple[np.ndarray, np.ndarray]":
+        """Keep what a compiled call recorded (see ``lanes_compiled.take_lanes``); ``repeats``: an index may
+        have been saved more than once (over several rounds). Returns the lanes that go on and their nodes."""
+        path, go, placed, saved_nodes, saved_edges, saved_values = records
+        # Restored latest entry first: an entry holds each index once, with its first saved value.
         for array, index, old in (
             (self.node_visits, saved_nodes[:, 0], saved_nodes[:, 1]),
             (self.edge_visits, saved_edges[:, 0], saved_edges[:, 1]),
             (self.edge_values, saved_edges[:, 0], saved_values),
         ):
-            first = np.unique(index, return_index=True)[1]
-            self.undo.append((array, index[first], old[first].astype(array.dtype)))
+            first = np.unique(index, return_index=True)[1] if repeats else slice(None)
+            self.undo.append((array, index[first], old[first].astype(array.dtype, copy=False)))
         self.path_lane.append(path[:, 0])
         self.path_node.append(path[:, 1])
         self.path_action.append(path[:, 2])
         if placed.size:
+            self.algorithm.placed(self.tree, placed[:, 0], placed[:, 1])
             self.placed_games.append(placed[:, 0])
             self.placed_nodes.append(placed[:, 1])
         return go[:, 0], go[:, 1]
@@ -206,19 +223,19 @@ def simulate(
     skip_forced: bool,
     forced_rounds: "int | None",
     solve: bool,
-    compiled_roots: bool = True,
+    compiled: bool = True,
 ) -> None:
     """One step: ``lanes`` ``[B]`` lanes in each game (0: none), one engine step and one evaluator call for all.
 
     ``start_visits`` ``[B]``: the roots' visits before the search's first
     simulation, from which each game's simulation count (the algorithm's
-    schedule) is read. Gumbel's root rounds run compiled (``root_lanes``)
-    unless ``compiled_roots`` is False (the numpy rounds they are tested against).
+    schedule) is read. The lanes' moves and Gumbel's root rounds run compiled
+    (``lanes_compiled``) unless ``compiled`` is False (the numpy forms they are tested against).
     """
     b, n = tree.batch_size, tree.capacity
     games = np.repeat(np.arange(b), lanes)
-    step = _Step(tree, algorithm, games, solve)
-    if isinstance(algorithm, Gumbel) and compiled_roots:
+    step = _Step(tree, algorithm, games, solve, compiled)
+    if isinstance(algorithm, Gumbel) and compiled:
         go, node = step.halving_rounds(algorithm, lanes, start_visits)
     else:
         go, node = step.root_rounds(lanes, start_visits)

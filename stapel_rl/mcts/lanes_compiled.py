@@ -1,15 +1,16 @@
-"""The roots' rounds of a leaf-batching step (``lanes``) under Gumbel's sequential halving, compiled.
+"""The compiled (numba) parts of a leaf-batching step (``lanes``): the roots' rounds under Gumbel's
+sequential halving, and the lanes' moves from node to child below.
 
 A step sends its K lanes from each root one after another, each choosing
-after the virtual loss of those before it, so the roots take K rounds of
-choice, virtual loss and bookkeeping per step. In numpy each round costs a
-few dozen calls whatever the number of games, which for one game's search
-(an agent's) is most of the step's time besides the network. This module
-runs the rounds in one compiled call: ``halving.Root.select`` and
-``update`` and ``lanes._Step.take`` at the roots, the same float32
-arithmetic (numpy's pairwise sums included) in the same order, so that the
-tree and the roots' arrays come out as the numpy rounds leave them
-(tests/mcts/test_root_lanes.py holds the two equal).
+after the virtual loss of those before it, then level by level down the
+tree. In numpy each round and each level costs a few dozen calls whatever
+the number of games, which for one game's search (an agent's) is most of the
+step's time besides the network. ``root_rounds`` runs all roots' rounds in
+one call (``halving.Root.select`` and ``update`` and ``lanes._Step.take``
+there) and ``take_lanes`` one level's moves (``lanes._Step.take``), with the
+same arithmetic (float32 as numpy rounds it, its pairwise sums included) in
+the same order, so that the trees and the roots' arrays come out as the numpy
+step leaves them (tests/mcts/test_lanes_compiled.py holds the two equal).
 """
 
 from __future__ import annotations
@@ -116,33 +117,126 @@ def _fill_considered(f, game, capacity, children_visits, root):
         considered_score[f, slot] = score[f, col]
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _take_one(lane, node, action, capacity, arrays, records, counts):
+    """``lanes._Step.take`` for one lane at flat ``node`` taking ``action`` (-2: the game is over there)."""
+    node_visits, children_index, children_visits, children_values = arrays[:4]
+    parents, action_from_parent, num_nodes, pending, final, dropped, virtual_loss = arrays[4:]
+    path, go, placed, saved_nodes, saved_edges, saved_values = records
+    a = children_visits.size // node_visits.size
+    game = node // capacity
+    base = game * capacity
+    if action == -2:
+        saved_nodes[counts[3], 0] = node
+        saved_nodes[counts[3], 1] = node_visits[node]
+        counts[3] += 1
+        node_visits[node] += 1
+        final[lane] = node
+        return
+    child = children_index[node * a + action]
+    if child >= 0 and pending[base + child]:
+        dropped[lane] = True  # it would enter a node placed in this step: no evaluation, no visit
+        return
+    path[counts[0], 0] = lane
+    path[counts[0], 1] = node
+    path[counts[0], 2] = action
+    counts[0] += 1
+    saved_nodes[counts[3], 0] = node
+    saved_nodes[counts[3], 1] = node_visits[node]
+    counts[3] += 1
+    node_visits[node] += 1
+    edge = node * a + action
+    visits, old = children_visits[edge], children_values[edge]
+    saved_edges[counts[4], 0] = edge
+    saved_edges[counts[4], 1] = visits
+    saved_values[counts[4]] = old
+    counts[4] += 1
+    # numpy's promotion: a float32 difference over an int32 count is float64, stored as float32.
+    children_values[edge] = np.float32(np.float64(old) + np.float64(virtual_loss - old) / (visits + 1))
+    children_visits[edge] = visits + 1
+    if child >= 0:
+        go[counts[1], 0] = lane
+        go[counts[1], 1] = base + child
+        counts[1] += 1
+        return
+    new = num_nodes[game]
+    if new >= capacity:
+        raise RuntimeError("search tree is full: allocate more nodes than simulations")
+    num_nodes[game] += 1
+    parents[game, new] = node - base
+    action_from_parent[game, new] = action
+    children_index[edge] = new
+    pending[base + new] = True
+    saved_nodes[counts[3], 0] = base + new
+    saved_nodes[counts[3], 1] = node_visits[base + new]
+    counts[3] += 1
+    node_visits[base + new] += 1
+    final[lane] = base + new
+    placed[counts[2], 0] = game
+    placed[counts[2], 1] = new
+    counts[2] += 1
+
+
+@njit(cache=True, nogil=True)
+def _records(lanes: int):
+    """Room for what ``lanes`` lanes' moves record, and the counts of each."""
+    return (
+        (
+            np.empty((lanes, 3), np.int64),  # path: lane, node, action
+            np.empty((lanes, 2), np.int64),  # go: lane, the node it enters
+            np.empty((lanes, 2), np.int64),  # placed: game, node
+            np.empty((2 * lanes, 2), np.int64),  # saved node visits: index, old
+            np.empty((lanes, 2), np.int64),  # saved edge visits: index, old
+            np.empty(lanes, np.float32),  # saved edge values: old
+        ),
+        np.zeros(5, np.int64),
+    )
+
+
+@njit(cache=True, nogil=True)
+def _trimmed(records, counts):
+    """The records, each cut to its count."""
+    path, go, placed, saved_nodes, saved_edges, saved_values = records
+    return (
+        path[: counts[0]],
+        go[: counts[1]],
+        placed[: counts[2]],
+        saved_nodes[: counts[3]],
+        saved_edges[: counts[4]],
+        saved_values[: counts[4]],
+    )
+
+
+@njit(cache=True, nogil=True)
+def take_lanes(lanes, node, action, capacity, arrays):
+    """Lanes ``lanes`` at distinct flat nodes ``node`` take ``action`` (``lanes._Step.take``); ``arrays``:
+    the tree's flat node visits, children, edge visits and values, its parents, actions from parents and
+    node counts, the step's pending, final and dropped, and the virtual loss. Returns ``root_rounds``'s records."""
+    records, counts = _records(lanes.size)
+    for i in range(lanes.size):
+        _take_one(lanes[i], node[i], action[i], capacity, arrays, records, counts)
+    return _trimmed(records, counts)
+
+
 @njit(cache=True, nogil=True)
 def root_rounds(
-    lanes, first_lane, start_visits, forced_root, row_of_game, capacity,
-    node_visits, node_raw, children_index, children_visits, children_values,
-    parents, action_from_parent, num_nodes, pending, next_action, stale, final, dropped,
+    lanes, first_lane, start_visits, forced_root, row_of_game, capacity, node_raw, arrays,
     games, score, fresh_score, targets, base_visits, inherited, prior, prior_visited, visited_prior,
     prior_q, q_low, q_high, num_visited, num_legal, max_visits,
     considered, considered_at, considered_base, considered_score, has_considered, chosen,
-    c_visit, c_scale, virtual_loss,
+    c_visit, c_scale,
 ):  # fmt: skip
-    """All roots' rounds of one step; the arrays are the tree's (flat where the numpy step reads them flat),
-    the step's and the ``halving.Root``'s, changed in place as the numpy rounds change them.
+    """All roots' rounds of one step; ``arrays`` as ``take_lanes`` takes them, the others the roots' and the
+    ``halving.Root``'s, all changed in place as the numpy rounds change them.
 
     Returns, in the numpy rounds' order (round by round, games ascending): the path entries
     ``(lane, node, action)``, the lanes that go on and the flat nodes they enter, the placed
     ``(game, node)`` pairs, and the saved ``(index, old value)`` of node visits, edge visits and
     edge values (first save first).
     """
+    node_visits, children_visits, children_values = arrays[0], arrays[2], arrays[3]
     a = children_visits.size // node_visits.size
-    total = int(lanes.sum())
-    path = np.empty((total, 3), np.int64)
-    go = np.empty((total, 2), np.int64)
-    placed = np.empty((total, 2), np.int64)
-    saved_nodes = np.empty((2 * total, 2), np.int64)
-    saved_edges = np.empty((total, 2), np.int64)
-    saved_values = np.empty(total, np.float32)
-    counts = np.zeros(5, np.int64)  # path, go, placed, saved nodes, saved edges
+    records, counts = _records(int(lanes.sum()))
     considered_arrays = (score, base_visits, considered, considered_at, considered_base, considered_score)
     for j in range(lanes.max()):
         for game in range(lanes.size):
@@ -185,57 +279,7 @@ def root_rounds(
                     best = considered[f, pick]
                 chosen[f] = best
                 action = best
-            if action == -2:  # the game is over at the root
-                saved_nodes[counts[3], 0] = root
-                saved_nodes[counts[3], 1] = node_visits[root]
-                counts[3] += 1
-                node_visits[root] += 1
-                final[lane] = root
-            else:
-                child = children_index[root * a + action]
-                if child >= 0 and pending[root + child]:
-                    dropped[lane] = True  # it would enter a node placed in this step: no evaluation, no visit
-                else:
-                    path[counts[0], 0] = lane
-                    path[counts[0], 1] = root
-                    path[counts[0], 2] = action
-                    counts[0] += 1
-                    saved_nodes[counts[3], 0] = root
-                    saved_nodes[counts[3], 1] = node_visits[root]
-                    counts[3] += 1
-                    node_visits[root] += 1
-                    edge = root * a + action
-                    visits, old = children_visits[edge], children_values[edge]
-                    saved_edges[counts[4], 0] = edge
-                    saved_edges[counts[4], 1] = visits
-                    saved_values[counts[4]] = old
-                    counts[4] += 1
-                    # numpy's promotion: a float32 difference over an int32 count is float64, stored as float32.
-                    children_values[edge] = np.float32(np.float64(old) + np.float64(virtual_loss - old) / (visits + 1))
-                    children_visits[edge] = visits + 1
-                    if child < 0:
-                        new = num_nodes[game]
-                        if new >= capacity:
-                            raise RuntimeError("search tree is full: allocate more nodes than simulations")
-                        num_nodes[game] += 1
-                        parents[game, new] = 0
-                        action_from_parent[game, new] = action
-                        children_index[edge] = new
-                        pending[root + new] = True
-                        saved_nodes[counts[3], 0] = root + new
-                        saved_nodes[counts[3], 1] = node_visits[root + new]
-                        counts[3] += 1
-                        node_visits[root + new] += 1
-                        final[lane] = root + new
-                        next_action[game, new] = -2
-                        stale[game, 0] = True
-                        placed[counts[2], 0] = game
-                        placed[counts[2], 1] = new
-                        counts[2] += 1
-                    else:
-                        go[counts[1], 0] = lane
-                        go[counts[1], 1] = root + child
-                        counts[1] += 1
+            _take_one(lane, root, action, capacity, arrays, records, counts)
             if f >= 0:  # halving.Root.update at the chosen child
                 at = root * a + action
                 q = children_values[at]
@@ -248,11 +292,4 @@ def root_rounds(
                 q_high[f, action] = q
                 max_visits[f] = max(max_visits[f], children_visits[at])
                 fresh_score[f, action] = NEG_INF
-    return (
-        path[: counts[0]],
-        go[: counts[1]],
-        placed[: counts[2]],
-        saved_nodes[: counts[3]],
-        saved_edges[: counts[4]],
-        saved_values[: counts[4]],
-    )
+    return _trimmed(records, counts)

@@ -1,5 +1,5 @@
-"""The compiled root rounds of leaf batching under Gumbel (mcts/root_lanes.py) against the numpy rounds
-(``lanes._Step.root_rounds``): the same trees, to the last bit."""
+"""The compiled parts of leaf batching (mcts/lanes_compiled.py: the lanes' moves, Gumbel's root rounds)
+against their numpy forms (``lanes._Step.take``, ``root_rounds``): the same trees, to the last bit."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from test_lanes_solver import PositionEvaluator, config
 from stapel_rl.env import concatenate, from_fens, init
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import lanes, search
-from stapel_rl.mcts.root_lanes import pairwise_sum
+from stapel_rl.mcts.lanes_compiled import pairwise_sum
 from stapel_rl.mcts.search import ALGORITHMS
 from stapel_rl.mcts.tree import Tree, grow
 
@@ -28,12 +28,13 @@ def test_pairwise_sum_rounds_as_numpy_sums():
         assert [pairwise_sum(row, 0, n) for row in rows] == sums.tolist()
 
 
-def searched(state, compiled: bool, sims: int, tree: "Tree | None" = None, **kw):
-    """A Gumbel search with the compiled or the numpy root rounds (the rest of the search alike)."""
+def searched(state, compiled: bool, sims: int, tree: "Tree | None" = None, algorithm: str = "gumbel", **kw):
+    """A search with the compiled or the numpy lane moves and root rounds (the rest of the search alike)."""
     simulate = lanes.simulate
-    lanes.simulate = functools.partial(simulate, compiled_roots=compiled)
+    lanes.simulate = functools.partial(simulate, compiled=compiled)
     try:
-        return search(state, PositionEvaluator(), config("gumbel", sims, **kw), np.random.default_rng(3), tree=tree)
+        rng = np.random.default_rng(3)
+        return search(state, PositionEvaluator(), config(algorithm, sims, **kw), rng, tree=tree)
     finally:
         lanes.simulate = simulate
 
@@ -56,7 +57,7 @@ def mixed_batch(seed: int):
 @pytest.mark.parametrize("leaves", [2, 5, 16])
 @pytest.mark.parametrize("temperature", [0.0, 1.0])
 @pytest.mark.parametrize("considered", [2, 4, 16])
-def test_compiled_root_rounds_leave_the_numpy_rounds_trees(leaves, temperature, considered):
+def test_compiled_steps_leave_the_numpy_steps_trees(leaves, temperature, considered):
     state = mixed_batch(leaves + considered)
     kw = {"leaves_per_call": leaves, "temperature": temperature, "max_considered": considered}
     fast, plain = searched(state, True, 45, **kw), searched(state, False, 45, **kw)
@@ -65,8 +66,16 @@ def test_compiled_root_rounds_leave_the_numpy_rounds_trees(leaves, temperature, 
         np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
 
 
+@pytest.mark.parametrize("leaves", [3, 16])
+def test_compiled_lane_moves_under_puct_leave_the_numpy_trees(leaves):
+    state = mixed_batch(leaves)
+    fast, plain = (searched(state, c, 45, algorithm="puct", leaves_per_call=leaves) for c in (True, False))
+    assert_same_trees(fast.tree, plain.tree)
+    np.testing.assert_array_equal(fast.action, plain.action)
+
+
 @pytest.mark.parametrize("variant", ["I", "II"])
-def test_compiled_root_rounds_continue_a_searched_tree_as_numpy_does(variant):
+def test_compiled_steps_continue_a_searched_tree_as_numpy_does(variant):
     """A tree searched before (as an agent searching by time continues it): the roots inherit visits."""
     state = random_positions(variant, 2, 14, np.random.default_rng(7))
     first = searched(state, False, 30, leaves_per_call=4)
@@ -91,7 +100,7 @@ def test_one_steps_root_rounds_change_the_same_arrays_as_numpy(seed):
     for compiled in (True, False):
         tree = copy.deepcopy(grow(searched_before.tree, 100))
         algorithm = ALGORITHMS["gumbel"](tree, cfg, np.random.default_rng(seed), tree.children_visits[:, 0].copy())
-        step = lanes._Step(tree, algorithm, np.repeat(np.arange(state.batch_size), lanes_per_game), False)
+        step = lanes._Step(tree, algorithm, np.repeat(np.arange(state.batch_size), lanes_per_game), False, compiled)
         if compiled:
             go = step.halving_rounds(algorithm, lanes_per_game, start)
         else:
