@@ -13,13 +13,16 @@
 3. A search with the fast network: simulations/s and the share of the
    search's wall time spent inside the network (evaluator time / search time).
 4. The committed agent (``--agent``, default ``mcts:variant_I``) searching
-   ONE game, as in a match: simulations/s with one leaf per network call
-   (``batch=1``, the agent as it was before leaf batching: no solver) and with
-   ``--batches`` leaves per call (the agent's default is 16), each a search
-   of ``--agent-sims`` simulations from the same mid-game positions, the
-   variants interleaved (A B A B), medians and their ratio to batch=1 from
-   the same process. The positions all have more than one legal action (an
-   agent plays a single one without searching). ``--only-agent`` runs this part alone.
+   ONE game, as in a match: simulations/s of the agent as it was before leaf
+   batching ("before": one leaf per network call, no solver, the network run
+   by torch at the precision "auto" gives without ONNX Runtime), with one
+   leaf per call on the agent's own network runtime (``batch=1``, no solver),
+   and with ``--batches`` leaves per call (the agent's default is 16), each a
+   search of ``--agent-sims`` simulations from the same mid-game positions,
+   the variants interleaved (A B A B), medians and their ratios to "before"
+   and to batch=1 from the same process. The positions all have more than
+   one legal action (an agent plays a single one without searching).
+   ``--only-agent`` runs this part alone.
 
 Usage: python scripts/bench_mcts.py [--model small] [--layout grid] [--net-batch 512] [--net-sims 32]
                                     [--forced-rounds 2] [--quick] [--agent mcts:variant_I] [--agent-sims 256]
@@ -42,9 +45,10 @@ from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import State, take
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
-from stapel_rl.models.fused import bf16_native
+from stapel_rl.models.fused import bf16_native, resolve_precision
 
 
 def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
@@ -95,19 +99,25 @@ def positions_with_a_choice(variant: str, count: int, rng: np.random.Generator) 
     return take(state, choice[:count])
 
 
-def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, repeats: int) -> "dict[int, float]":
-    """Median simulations/s of ``spec`` searching one game at a time, for each leaves-per-call count.
+def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, repeats: int) -> "dict[str | int, float]":
+    """Median simulations/s of ``spec`` searching one game at a time: "before" (see part 4) and each
+    leaves-per-call count.
 
-    Each repeat searches every position once with each count in turn (A B A B), so that a change of
+    Each repeat searches every position once with each variant in turn (A B A B), so that a change of
     the machine's load falls on all alike; ``batch=1`` is searched without the solver, as before it.
     """
-    agents = {}
+    agents: "dict[str | int, MCTSAgent]" = {}
     for k in batches:
         extra = ":solver=off" if k == 1 else ""
         agents[k] = make_agent(f"{spec}:sims={sims}:batch={k}:reuse=off{extra}")
-    rates: "dict[int, list[float]]" = {k: [] for k in batches}
+    plain = agents[1]
+    cpu = torch.device("cpu")
+    torch_net = NetworkEvaluator(plain.evaluator.net, device=cpu, precision=resolve_precision("auto", cpu, onnx=False))
+    agents = {"before": dataclasses.replace(plain, evaluator=torch_net, warm=False), **agents}
+    rates: "dict[str | int, list[float]]" = {k: [] for k in agents}
     rng = np.random.default_rng(0)
     for agent in agents.values():  # warm-up: the network's first calls and the trees' first pages
+        agent.warm_up(positions)
         agent(take(positions, np.array([0])), rng)
     for _ in range(repeats):
         for game in range(positions.batch_size):
@@ -125,15 +135,17 @@ def bench_agent(args: argparse.Namespace, repeats: int) -> None:
     precision = getattr(probe.evaluator, "precision", "?")
     print(
         f"\n4. agent '{args.agent}' searching one game of Variant {args.variant}, "
-        f"{args.agent_sims} simulations a search, network {precision}, {torch.get_num_threads()} torch threads"
+        f"{args.agent_sims} simulations a search, network {precision}, {torch.get_num_threads()} torch threads; "
+        f"before: torch {resolve_precision('auto', torch.device('cpu'), onnx=False)}"
     )
     print(f"   CPU: {cpu_description()}")
     load = os.getloadavg()
     positions = positions_with_a_choice(args.variant, args.agent_positions, np.random.default_rng(1))
     rates = agent_rates(args.agent, args.agent_sims, batches, positions, repeats)
-    print(f"{'leaves/call':>11} {'sims/s':>10} {'ratio':>7}")
+    before = rates["before"]
+    print(f"{'leaves/call':>11} {'sims/s':>10} {'vs before':>10} {'vs batch=1':>11}")
     for k, rate in rates.items():
-        print(f"{k:>11} {rate:>10,.0f} {rate / rates[1]:>6.2f}x", flush=True)
+        print(f"{k:>11} {rate:>10,.0f} {rate / before:>9.2f}x {rate / rates[1]:>10.2f}x", flush=True)
     after = os.getloadavg()
     print(f"   load average (1 min) {load[0]:.2f} before, {after[0]:.2f} after, on {os.cpu_count()} cores")
 

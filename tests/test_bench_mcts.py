@@ -20,3 +20,11 @@ def test_the_agent_benchmark_positions_each_have_a_choice_and_are_searched(varia
     for game in range(positions.batch_size):
         agent(take(positions, np.array([game])), np.random.default_rng(0))
         assert agent.simulations == 8
+
+
+def test_the_agent_benchmark_times_the_agent_before_leaf_batching_beside_each_leaves_per_call():
+    bench = load_script("bench_mcts")
+    positions = bench.positions_with_a_choice("I", 2, np.random.default_rng(1))
+    rates = bench.agent_rates("mcts:variant_I", 8, [1, 4], positions, repeats=1)
+    assert list(rates) == ["before", 1, 4]
+    assert all(rate > 0 for rate in rates.values())

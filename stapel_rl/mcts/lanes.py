@@ -24,11 +24,10 @@ from __future__ import annotations
 import numpy as np
 
 from stapel_rl.env import engine
-from stapel_rl.mcts import solver
+from stapel_rl.mcts import lanes_compiled, solver
 from stapel_rl.mcts.algorithm import Algorithm
 from stapel_rl.mcts.expand import evaluate
 from stapel_rl.mcts.gumbel import Gumbel
-from stapel_rl.mcts.lanes_compiled import root_rounds, take_lanes
 from stapel_rl.mcts.tree import Tree, read_states, write_states
 from stapel_rl.models.evaluator import Evaluator
 
@@ -58,7 +57,8 @@ class _Step:
         self.final = np.full(games.size, -1, np.int64)  # each lane's last node, flat
         self.dropped = np.zeros(games.size, bool)
         self.pending = np.zeros(tree.batch_size * tree.capacity, bool)
-        self.undo: "list[tuple[np.ndarray, np.ndarray, np.ndarray]]" = []
+        self.undo: "list[tuple[np.ndarray, np.ndarray, np.ndarray]]" = []  # the numpy forms' saves
+        self.saved: "list[list[np.ndarray]]" = []  # the compiled ones': node visits, edge visits, edge values
         self.path_lane: "list[np.ndarray]" = []
         self.path_node: "list[np.ndarray]" = []
         self.path_action: "list[np.ndarray]" = []
@@ -80,7 +80,7 @@ class _Step:
         Returns the lanes that go on and the nodes they enter.
         """
         if self.compiled:
-            return self._recorded(take_lanes(lanes, node, action, self.n, self.arrays), repeats=False)
+            return self._recorded(lanes_compiled.take_lanes(lanes, node, action, self.n, self.arrays))
         over = action == -2
         if over.any():
             self._visit_nodes(node[over])
@@ -176,7 +176,7 @@ class _Step:
         row_of_game = np.full(tree.batch_size, -1, np.int64)
         row_of_game[root.games] = np.arange(root.games.size)
         lanes = lanes.astype(np.int64)
-        records = root_rounds(
+        records = lanes_compiled.root_rounds(
             lanes, np.cumsum(lanes) - lanes, start_visits.astype(np.int64),
             np.ascontiguousarray(tree.forced[:, 0]), row_of_game, self.n, tree.raw_values.reshape(-1), self.arrays,
             root.games, root.score, root.fresh_score, root.targets, root.base_visits, root.inherited, root.prior,
@@ -185,20 +185,13 @@ class _Step:
             root.considered_score, root.has_considered, root.chosen,
             np.float32(root.c_visit), np.float32(root.c_scale),
         )  # fmt: skip
-        return self._recorded(records, repeats=True)
+        return self._recorded(records)
 
-    def _recorded(self, records: "tuple[np.ndarray, ...]", repeats: bool) -> "tuple[np.ndarray, np.ndarray]":
-        """Keep what a compiled call recorded (see ``lanes_compiled.take_lanes``); ``repeats``: an index may
-        have been saved more than once (over several rounds). Returns the lanes that go on and their nodes."""
-        path, go, placed, saved_nodes, saved_edges, saved_values = records
-        # Restored latest entry first: an entry holds each index once, with its first saved value.
-        for array, index, old in (
-            (self.node_visits, saved_nodes[:, 0], saved_nodes[:, 1]),
-            (self.edge_visits, saved_edges[:, 0], saved_edges[:, 1]),
-            (self.edge_values, saved_edges[:, 0], saved_values),
-        ):
-            first = np.unique(index, return_index=True)[1] if repeats else slice(None)
-            self.undo.append((array, index[first], old[first].astype(array.dtype, copy=False)))
+    def _recorded(self, records: "tuple[np.ndarray, ...]") -> "tuple[np.ndarray, np.ndarray]":
+        """Keep what a compiled call recorded (see ``lanes_compiled.take_lanes``). Returns the lanes that go
+        on and the nodes they enter."""
+        path, go, placed, *saved = records
+        self.saved.append(saved)
         self.path_lane.append(path[:, 0])
         self.path_node.append(path[:, 1])
         self.path_action.append(path[:, 2])
@@ -212,6 +205,9 @@ class _Step:
         """Put the virtual statistics back (latest first, so that the first saved value wins)."""
         for array, index, old in reversed(self.undo):
             array[index] = old
+        if self.saved:
+            nodes, edges, values = (np.concatenate(x) for x in zip(*self.saved, strict=True))
+            lanes_compiled.restore(self.node_visits, self.edge_visits, self.edge_values, nodes, edges, values)
 
 
 def simulate(
@@ -240,10 +236,7 @@ def simulate(
     else:
         go, node = step.root_rounds(lanes, start_visits)
     while go.size:
-        order = np.argsort(node, kind="stable")
-        go, node = go[order], node[order]
-        starts = np.flatnonzero(np.r_[True, node[1:] != node[:-1]])
-        rank = np.arange(node.size) - np.repeat(starts, np.diff(np.r_[starts, node.size]))
+        go, node, rank = lanes_compiled.by_node(go, node)
         next_lanes, next_node = [], []
         for j in range(int(rank.max()) + 1):
             at = np.flatnonzero(rank == j)

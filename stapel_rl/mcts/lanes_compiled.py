@@ -178,7 +178,7 @@ def _take_one(lane, node, action, capacity, arrays, records, counts):
 
 
 @njit(cache=True, nogil=True)
-def _records(lanes: int):
+def _records(lanes):
     """Room for what ``lanes`` lanes' moves record, and the counts of each."""
     return (
         (
@@ -293,3 +293,27 @@ def root_rounds(
                 max_visits[f] = max(max_visits[f], children_visits[at])
                 fresh_score[f, action] = NEG_INF
     return _trimmed(records, counts)
+
+
+@njit(cache=True, nogil=True)
+def by_node(lanes, node):
+    """Lanes ``lanes`` at flat nodes ``node`` sorted by node (stably) and each one's rank among those at its
+    node: the order in which lanes at one node choose."""
+    order = np.argsort(node, kind="mergesort")
+    lanes, node = lanes[order], node[order]
+    rank = np.zeros(node.size, np.int64)
+    for i in range(1, node.size):
+        if node[i] == node[i - 1]:
+            rank[i] = rank[i - 1] + 1
+    return lanes, node, rank
+
+
+@njit(cache=True, nogil=True)
+def restore(node_visits, edge_visits, edge_values, saved_nodes, saved_edges, saved_values):
+    """Put back what ``take_lanes`` and ``root_rounds`` saved (in the order saved): latest first, so that
+    each index ends with its first saved value."""
+    for i in range(saved_nodes.shape[0] - 1, -1, -1):
+        node_visits[saved_nodes[i, 0]] = saved_nodes[i, 1]
+    for i in range(saved_edges.shape[0] - 1, -1, -1):
+        edge_visits[saved_edges[i, 0]] = saved_edges[i, 1]
+        edge_values[saved_edges[i, 0]] = saved_values[i]

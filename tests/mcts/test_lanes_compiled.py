@@ -15,7 +15,7 @@ from test_lanes_solver import PositionEvaluator, config
 from stapel_rl.env import concatenate, from_fens, init
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import lanes, search
-from stapel_rl.mcts.lanes_compiled import pairwise_sum
+from stapel_rl.mcts.lanes_compiled import by_node, pairwise_sum
 from stapel_rl.mcts.search import ALGORITHMS
 from stapel_rl.mcts.tree import Tree, grow
 
@@ -120,3 +120,11 @@ def test_one_steps_root_rounds_change_the_same_arrays_as_numpy(seed):
     step.restore()
     step_np.restore()
     assert_same_trees(tree, tree_np)
+
+
+def test_by_node_sorts_lanes_stably_and_ranks_them_at_their_node():
+    node = np.array([7, 3, 7, 9, 3, 7, 1])
+    lanes_sorted, node_sorted, rank = by_node(np.arange(7, dtype=np.int64), node.astype(np.int64))
+    assert node_sorted.tolist() == [1, 3, 3, 7, 7, 7, 9]
+    assert lanes_sorted.tolist() == [6, 1, 4, 0, 2, 5, 3]  # the lanes at one node keep their order
+    assert rank.tolist() == [0, 0, 1, 0, 1, 2, 0]
