@@ -23,8 +23,9 @@ import functools
 
 import numpy as np
 
-from stapel_rl.mcts import halving
+from stapel_rl.mcts import halving, interior_compiled
 from stapel_rl.mcts.config import SearchConfig
+from stapel_rl.mcts.numpy_rounding import exp32, log32
 from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, TINY_PRIOR, log_prior, mixed_value, sigma_coefficient
 from stapel_rl.mcts.tree import Tree
 
@@ -213,19 +214,20 @@ def select_interior(
     if unvisited is None:
         unvisited = unvisited_best(tree, node, (rows, flat - rows * a))
     candidate, best_prior, mass = unvisited
-    # log_prior's logits, at the few places needed: priors below 1e-30 count as 1e-30.
-    z_visited = np.log(np.maximum(seen.prior, TINY_PRIOR)) + seen.sigma(seen.q, rows)
+    # log_prior's logits, at the few places needed: priors below 1e-30 count as 1e-30. exp and log
+    # through float64 (numpy_rounding), which the compiled choice (interior_compiled) reproduces.
+    z_visited = log32(np.maximum(seen.prior, TINY_PRIOR)) + seen.sigma(seen.q, rows)
     has_unvisited = seen.has_unvisited
     best_prior = np.maximum(best_prior, TINY_PRIOR)
     unvisited_sigma = seen.sigma(seen.mixed)
-    z_unvisited = np.where(has_unvisited, np.log(best_prior) + unvisited_sigma, NEG_INF)
+    z_unvisited = np.where(has_unvisited, log32(best_prior) + unvisited_sigma, NEG_INF)
     top = z_unvisited.copy()
     np.maximum.at(top, rows, z_visited)
-    e_visited = np.exp(z_visited - top[rows])
-    weight = np.exp(np.where(has_unvisited, unvisited_sigma - top, NEG_INF)) * np.maximum(mass, best_prior)
+    e_visited = exp32(z_visited - top[rows])
+    weight = exp32(np.where(has_unvisited, unvisited_sigma - top, NEG_INF)) * np.maximum(mass, best_prior)
     total = np.bincount(rows, e_visited, minlength=g).astype(np.float32) + weight
     score_visited = e_visited / total[rows] - seen.visits / seen.node_visits[rows]
-    score_unvisited = np.exp(z_unvisited - top) / total  # 0 where none is left
+    score_unvisited = exp32(z_unvisited - top) / total  # 0 where none is left
     best = np.where(has_unvisited, score_unvisited, NEG_INF)
     np.maximum.at(best, rows, score_visited)
     choice = np.where(has_unvisited & (score_unvisited >= best), candidate, a)
@@ -295,7 +297,17 @@ class Interior:
 
     def choose(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """Choose (and remember) the action ``[G]`` at distinct ``nodes`` of ``games``, below the roots
-        with two or more legal actions."""
+        with two or more legal actions: ``choose_numpy``, compiled (``interior_compiled``)."""
+        return interior_compiled.choose(
+            (games * tree.capacity + nodes).astype(np.int64), tree.capacity,
+            tree.children_index.reshape(-1), tree.children_prior.reshape(-1), tree.children_values.reshape(-1),
+            tree.node_visits.reshape(-1), tree.raw_values.reshape(-1), tree.num_legal.reshape(-1),
+            tree.legal.reshape(-1), self.best.reshape(-1), self.best_prior.reshape(-1), self.mass.reshape(-1),
+            self.stale.reshape(-1), self.next_action.reshape(-1), np.float32(self.c_visit), np.float32(self.c_scale),
+        )  # fmt: skip
+
+    def choose_numpy(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
+        """``choose`` in numpy (``select_interior``), which the compiled form is tested against."""
         node = games * tree.capacity + nodes
         children = visited_children(tree, node)
         stale = np.flatnonzero(self.stale[games, nodes])

@@ -15,7 +15,8 @@ from test_lanes_solver import PositionEvaluator, config
 from stapel_rl.env import concatenate, from_fens, init
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.mcts import lanes, search
-from stapel_rl.mcts.lanes_compiled import by_node, pairwise_sum
+from stapel_rl.mcts.lanes_compiled import by_node
+from stapel_rl.mcts.numpy_rounding import pairwise_sum
 from stapel_rl.mcts.search import ALGORITHMS
 from stapel_rl.mcts.tree import Tree, grow
 

@@ -204,8 +204,10 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
         choices.append(assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale))
         return chosen
 
-    # Each batched interior choice, against the plain formula on the same tree.
+    # Each batched interior choice, against the plain formula on the same tree (in numpy: the compiled
+    # choice is held equal to it in tests/mcts/test_interior_compiled.py).
     monkeypatch.setattr(gumbel, "select_interior", checked_interior)
+    monkeypatch.setattr(gumbel.Interior, "choose", gumbel.Interior.choose_numpy)
     searches_with_reuse(s, evaluator, cfg, seed=sims)
     assert len(choices) > sims
     # The plain search: the roots' scores recomputed from the tree at every simulation, the interior
