@@ -1,7 +1,8 @@
 """Batched MCTS throughput, the network's speed, and how much of a search the network takes.
 
 1. Simulations/s with the uniform evaluator (rules only, no network) for
-   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel.
+   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel (Gumbel
+   also with its in-tree choice in numpy instead of compiled, and the ratio).
    All searches play forced actions on through as self-play's do, at most
    ``--forced-rounds`` per node (``mcts.forced_rounds``). Each search
    runs from mid-game positions (20 random plies) and reuses the previous
@@ -46,7 +47,7 @@ from stapel_rl.env import State, take
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.network_agents import MCTSAgent
-from stapel_rl.mcts import SearchConfig, search
+from stapel_rl.mcts import SearchConfig, gumbel, search
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
 from stapel_rl.models.fused import bf16_native, resolve_precision
 
@@ -63,6 +64,17 @@ def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> flo
     for _ in range(repeats):
         out = search(state, evaluator, config, rng, buffer=out.tree)
     return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
+
+
+def numpy_interior_rate(state: State, config: SearchConfig, repeats: int) -> float:
+    """``sims_per_second`` with the uniform evaluator and Gumbel's in-tree choice in its numpy form
+    (``Interior.choose_numpy``) instead of the compiled one: what the compiled choice gains, in one process."""
+    compiled = gumbel.Interior.choose
+    gumbel.Interior.choose = gumbel.Interior.choose_numpy  # type: ignore[method-assign]
+    try:
+        return sims_per_second(state, UniformEvaluator(), config, repeats)
+    finally:
+        gumbel.Interior.choose = compiled  # type: ignore[method-assign]
 
 
 def cpu_description() -> str:
@@ -190,14 +202,18 @@ def main() -> None:
 
     rounds = None if args.forced_rounds < 0 else args.forced_rounds
     print(f"\n1. uniform evaluator (rules only), simulations/s, forced rounds {rounds}")
-    print(f"{'algorithm':>9} {'B':>5} {'sims':>5} {'sims/s':>10}")
+    print(f"{'algorithm':>9} {'B':>5} {'sims':>5} {'sims/s':>10}   Gumbel's in-tree choice in numpy: sims/s, ratio")
     for algorithm in ("puct", "gumbel"):
         for batch in (64, 512):
             state = midgame(batch, 20, rng)
             for sims in (32, 128):
                 config = SearchConfig(sims, algorithm, forced_rounds=rounds)
                 rate = sims_per_second(state, UniformEvaluator(), config, repeats)
-                print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}", flush=True)
+                line = f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}"
+                if algorithm == "gumbel":
+                    numpy_rate = numpy_interior_rate(state, config, repeats)
+                    line += f"   {numpy_rate:>10,.0f} {rate / numpy_rate:>5.2f}x"
+                print(line, flush=True)
 
     print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
     state = midgame(args.net_batch, 20, rng)

@@ -6,6 +6,7 @@ import pytest
 from scripts import load_script
 from stapel_rl.env import take
 from stapel_rl.eval.agents import make_agent
+from stapel_rl.mcts import SearchConfig, gumbel
 
 
 @pytest.mark.parametrize("variant", ["I", "II"])
@@ -28,3 +29,11 @@ def test_the_agent_benchmark_times_the_agent_before_leaf_batching_beside_each_le
     rates = bench.agent_rates("mcts:variant_I", 8, [1, 4], positions, repeats=1)
     assert list(rates) == ["before", 1, 4]
     assert all(rate > 0 for rate in rates.values())
+
+
+def test_the_search_benchmark_times_the_numpy_interior_choice_and_puts_the_compiled_one_back():
+    bench = load_script("bench_mcts")
+    compiled = gumbel.Interior.choose
+    state = bench.midgame(4, 10, np.random.default_rng(0))
+    assert bench.numpy_interior_rate(state, SearchConfig(8, "gumbel"), repeats=1) > 0
+    assert gumbel.Interior.choose is compiled
