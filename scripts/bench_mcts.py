@@ -2,7 +2,8 @@
 
 1. Simulations/s with the uniform evaluator (rules only, no network) for
    B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel (Gumbel
-   also with its in-tree choice in numpy instead of compiled, and the ratio).
+   interleaved with its in-tree choice in numpy instead of compiled: medians
+   and their ratio).
    All searches play forced actions on through as self-play's do, at most
    ``--forced-rounds`` per node (``mcts.forced_rounds``). Each search
    runs from mid-game positions (20 random plies) and reuses the previous
@@ -66,15 +67,20 @@ def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> flo
     return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
 
 
-def numpy_interior_rate(state: State, config: SearchConfig, repeats: int) -> float:
-    """``sims_per_second`` with the uniform evaluator and Gumbel's in-tree choice in its numpy form
-    (``Interior.choose_numpy``) instead of the compiled one: what the compiled choice gains, in one process."""
+def interior_choice_rates(state: State, config: SearchConfig, repeats: int) -> "tuple[float, float]":
+    """Median simulations/s (uniform evaluator) of Gumbel with its compiled in-tree choice and with its numpy
+    form (``Interior.choose_numpy``), the two interleaved (A B B A ...) in one process."""
     compiled = gumbel.Interior.choose
-    gumbel.Interior.choose = gumbel.Interior.choose_numpy  # type: ignore[method-assign]
+    rates: "dict[str, list[float]]" = {"compiled": [], "numpy": []}
+    forms = {"compiled": compiled, "numpy": gumbel.Interior.choose_numpy}
     try:
-        return sims_per_second(state, UniformEvaluator(), config, repeats)
+        for repeat in range(2 * repeats):
+            name = ("compiled", "numpy")[(repeat + repeat // 2) % 2]
+            gumbel.Interior.choose = forms[name]  # type: ignore[method-assign]
+            rates[name].append(sims_per_second(state, UniformEvaluator(), config, 1))
     finally:
         gumbel.Interior.choose = compiled  # type: ignore[method-assign]
+    return float(np.median(rates["compiled"])), float(np.median(rates["numpy"]))
 
 
 def cpu_description() -> str:
@@ -208,12 +214,12 @@ def main() -> None:
             state = midgame(batch, 20, rng)
             for sims in (32, 128):
                 config = SearchConfig(sims, algorithm, forced_rounds=rounds)
-                rate = sims_per_second(state, UniformEvaluator(), config, repeats)
-                line = f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}"
                 if algorithm == "gumbel":
-                    numpy_rate = numpy_interior_rate(state, config, repeats)
-                    line += f"   {numpy_rate:>10,.0f} {rate / numpy_rate:>5.2f}x"
-                print(line, flush=True)
+                    rate, numpy_rate = interior_choice_rates(state, config, repeats)
+                    extra = f"   {numpy_rate:>10,.0f} {rate / numpy_rate:>5.2f}x"
+                else:
+                    rate, extra = sims_per_second(state, UniformEvaluator(), config, repeats), ""
+                print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}{extra}", flush=True)
 
     print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
     state = midgame(args.net_batch, 20, rng)
