@@ -26,7 +26,15 @@ import numpy as np
 from stapel_rl.mcts import halving, interior_compiled
 from stapel_rl.mcts.config import SearchConfig
 from stapel_rl.mcts.numpy_rounding import exp32, log32
-from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, TINY_PRIOR, log_prior, mixed_value, sigma_coefficient
+from stapel_rl.mcts.qtransforms import (
+    NEG_INF,
+    POS_INF,
+    SPAN_FLOOR,
+    TINY_PRIOR,
+    log_prior,
+    mixed_value,
+    sigma_coefficient,
+)
 from stapel_rl.mcts.tree import Tree
 
 
@@ -160,7 +168,7 @@ class _Visited:
             visited_prior,
             mixed,
             low,
-            np.maximum(high - low, 1e-8),
+            np.maximum(high - low, SPAN_FLOOR),
             sigma_coefficient(c_visit, c_scale, max_visits),
         )
 

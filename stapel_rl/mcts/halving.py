@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, log_prior, mixed_value, sigma_coefficient
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SPAN_FLOOR, log_prior, mixed_value, sigma_coefficient
 from stapel_rl.mcts.tree import Tree
 
 
@@ -161,7 +161,7 @@ class Root:
         low = np.where(some_unvisited, np.minimum(low, mixed), low)
         high = np.where(some_unvisited, np.maximum(high, mixed), high)
         coef = sigma_coefficient(self.c_visit, self.c_scale, self.max_visits.astype(np.float32))
-        return mixed, low, np.maximum(high - low, 1e-8), coef
+        return mixed, low, np.maximum(high - low, SPAN_FLOOR), coef
 
     def select(self, tree: Tree, simulation: "int | np.ndarray") -> np.ndarray:
         """Root action ``[F]`` of simulation number ``simulation`` (or ``int [B]``: each game's): the best

@@ -16,10 +16,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from stapel_rl.mcts.numpy_rounding import exp32_scalar, log32_scalar, pairwise_sum
-from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SMALLEST, TINY_PRIOR
-
-_SPAN_FLOOR = np.float32(1e-8)
+from stapel_rl.mcts.numpy_rounding import exp32_scalar, log32_scalar, mixed_value_scalar, pairwise_sum
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SPAN_FLOOR, TINY_PRIOR
 
 
 @njit(cache=True, nogil=True)
@@ -93,9 +91,7 @@ def choose(
             prior_sum += np.float64(children_prior[at])
             weighted_sum += np.float64(children_prior[at] * children_values[at])
         total = visits - np.float32(1.0)
-        mixed = (raw_values[x] + total * (np.float32(weighted_sum) / max(np.float32(prior_sum), SMALLEST))) / (
-            np.float32(1.0) + total
-        )
+        mixed = mixed_value_scalar(raw_values[x], total, np.float32(prior_sum), np.float32(weighted_sum))
         has_unvisited = count < num_legal[x]
         low = mixed if has_unvisited else POS_INF
         high = mixed if has_unvisited else NEG_INF
@@ -104,7 +100,7 @@ def choose(
             q = children_values[x * a + actions[k]]
             low, high = min(low, q), max(high, q)
             most = max(most, np.float32(node_visits[base + nodes[k]]))
-        span = max(high - low, _SPAN_FLOOR)
+        span = max(high - low, SPAN_FLOOR)
         coef = (c_visit + most) * c_scale
         # select_interior: improved policy minus visit share, over the visited children and the best unvisited.
         unvisited_sigma = coef * ((mixed - low) / span)

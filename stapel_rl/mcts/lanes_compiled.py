@@ -18,10 +18,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from stapel_rl.mcts.numpy_rounding import pairwise_sum
-from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SMALLEST
-
-_SPAN_FLOOR = np.float32(1e-8)
+from stapel_rl.mcts.numpy_rounding import mixed_value_scalar, pairwise_sum
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SPAN_FLOOR
 
 
 @njit(cache=True, nogil=True)
@@ -32,7 +30,7 @@ def _scales(
     a = prior_q.shape[1]
     total = np.float32(root_visits - 1)
     weighted = pairwise_sum(prior_q[f], 0, a)
-    mixed = (raw + total * (weighted / max(visited_prior[f], SMALLEST))) / (np.float32(1.0) + total)
+    mixed = mixed_value_scalar(raw, total, visited_prior[f], weighted)
     low, high = POS_INF, NEG_INF
     for i in range(a):
         low = min(low, q_low[f, i])
@@ -40,7 +38,7 @@ def _scales(
     if num_visited[f] < num_legal[f]:
         low, high = min(low, mixed), max(high, mixed)
     coef = (c_visit + np.float32(max_visits[f])) * c_scale
-    return mixed, low, max(high - low, _SPAN_FLOOR), coef
+    return mixed, low, max(high - low, SPAN_FLOOR), coef
 
 
 @njit(cache=True, nogil=True)

@@ -14,6 +14,8 @@ import math
 import numpy as np
 from numba import njit
 
+from stapel_rl.mcts.qtransforms import SMALLEST
+
 _PAIRWISE_BLOCK = 128  # numpy's PW_BLOCKSIZE
 
 
@@ -91,3 +93,11 @@ def exp32_scalar(x: np.float32) -> np.float32:
 def log32_scalar(x: np.float32) -> np.float32:
     """``log32`` of one number, in compiled code."""
     return np.float32(math.log(np.float64(x)))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def mixed_value_scalar(
+    raw: np.float32, total: np.float32, visited_prior: np.float32, weighted_q: np.float32
+) -> np.float32:
+    """``qtransforms.mixed_value`` of one node, in compiled code (float32 throughout)."""
+    return (raw + total * (weighted_q / max(visited_prior, SMALLEST))) / (np.float32(1.0) + total)

@@ -14,6 +14,8 @@ NEG_INF = np.float32(-np.inf)
 POS_INF = np.float32(np.inf)
 TINY_PRIOR = np.float32(1e-30)
 SMALLEST = np.finfo(np.float32).smallest_subnormal
+#: The least span of completed Q that sigma divides by.
+SPAN_FLOOR = np.float32(1e-8)
 
 
 def log_prior(tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
