@@ -113,6 +113,28 @@ def gate(
     }
 
 
+def resume_point(
+    named: "str | None", found: "list[pathlib.Path]"
+) -> "tuple[pathlib.Path | None, dict | None]":
+    """Where a run starts: the checkpoint ``resume=`` names, or the newest of the run's own (``found``,
+    oldest first), whichever has more iterations behind it, loaded; (None, None) for a new run.
+
+    A run started with ``resume=PATH`` writes its own checkpoints; the same command after a kill must go
+    on from those, not from ``PATH`` again (that would throw the progress since away). The run's own
+    win ties: they were written after ``PATH`` was read."""
+    own = found[-1] if found else None
+    if named is None or own is None:
+        path = pathlib.Path(named) if named is not None else own
+        return path, (checkpoint.load(path) if path is not None else None)
+    theirs, ours = checkpoint.load(named), checkpoint.load(own)
+    done_theirs, done_ours = theirs["counters"]["iteration"], ours["counters"]["iteration"]
+    if done_theirs > done_ours:
+        tqdm.write(f"resume={named} (iteration {done_theirs}) is further on than this run's {own} (iteration {done_ours})")
+        return pathlib.Path(named), theirs
+    tqdm.write(f"this run's own {own} (iteration {done_ours}) goes on, not resume={named} (iteration {done_theirs})")
+    return own, ours
+
+
 def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path (None if it has none:
     a run resumed from another directory's checkpoint with nothing left to do saves none)."""
@@ -148,11 +170,10 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
 
     # --- resume from the newest checkpoint of this run (or cfg.resume), or start from init_weights ---
     ckpt_dir = out_dir / "checkpoints"
-    found = checkpoint.list_checkpoints(ckpt_dir)
-    resume = cfg.resume or (found[-1] if found else None)
+    resume, state = resume_point(cfg.resume, checkpoint.list_checkpoints(ckpt_dir))
     best_model = None  # with gating: the network self-play uses, if not the trained one
     if resume:
-        state = checkpoint.load(resume)
+        assert state is not None  # loaded with its path
         best_model = state.get("best_model")
         net.load_state_dict(state["model"])
         trainer.load_state_dict(state["trainer"])

@@ -94,7 +94,9 @@ class Config:
     distributed: DistributedConfig = dataclasses.field(default_factory=DistributedConfig)
     seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
     device: str = "cpu"  # "cpu", "cuda" or "auto" for the network during training
-    resume: str | None = None  # a checkpoint to continue from (default: the newest in this run's directory)
+    # a checkpoint to continue from (default: the newest in this run's directory; once this run has saved its
+    # own, whichever of the two has more iterations, so the same command after a kill loses nothing)
+    resume: str | None = None
     init_weights: str | None = None  # a new run's network starts from this checkpoint's (a run's checkpoint, an
     # agent file, or variant_I / variant_II); optimiser, replay buffer, counters and schedule start anew
     # (fine-tuning, a longer training in stretches); a run that resumes ignores it

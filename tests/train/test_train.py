@@ -86,6 +86,57 @@ def test_killed_run_resumes_from_its_last_checkpoint(tmp_path):
     assert after["counters"]["iteration"] == iteration + 1
 
 
+def run_until_killed(run: pathlib.Path, *overrides: str, past_iteration: int) -> int:
+    """Start an endless checkpoint-every-iteration run, SIGKILL it once it has saved a checkpoint past
+    ``past_iteration``; the newest checkpoint's iteration."""
+    cmd = [sys.executable, "-m", "stapel_rl.train", f"hydra.run.dir={run}", *TINY, *overrides]
+    cmd += ["train.iterations=0", "train.eval_every_minutes=0", "train.checkpoint_every_minutes=1e-6"]
+
+    def newest() -> int:
+        found = checkpoint.list_checkpoints(run / "checkpoints")
+        return checkpoint.load(found[-1])["counters"]["iteration"] if found else 0
+
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.time() + 90
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                if newest() > past_iteration:
+                    break
+            except ValueError:  # a checkpoint being renamed into place or pruned under us
+                pass
+            time.sleep(0.2)
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+    return newest()
+
+
+@pytest.mark.slow
+def test_a_run_resumed_from_a_path_and_killed_twice_loses_nothing(tmp_path):
+    source = tmp_path / "source"
+    start = run_until_killed(source, past_iteration=1)
+    named = checkpoint.list_checkpoints(source / "checkpoints")[-1]
+    run, resume = tmp_path / "run", f"resume={named}"
+    first = run_until_killed(run, resume, past_iteration=start + 1)
+    assert first > start + 1
+    # The same command again goes on from the run's own newest checkpoint, not from resume=PATH.
+    second = run_until_killed(run, resume, past_iteration=first)
+    assert second > first
+    done = run_train(run, resume, f"train.iterations={second + 1}", "train.eval_every_minutes=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    own = checkpoint.list_checkpoints(run / "checkpoints")
+    assert f"resumed from {own[-2]}: iteration {second}," in done.stdout + done.stderr
+    assert checkpoint.load(own[-1])["counters"]["iteration"] == second + 1
+    # A resume= further on than the run's own checkpoints wins, and says so.
+    ahead = tmp_path / "ahead"
+    ahead_iteration = run_until_killed(ahead, resume, past_iteration=second + 2)
+    newer = checkpoint.list_checkpoints(ahead / "checkpoints")[-1]
+    done = run_train(run, f"resume={newer}", f"train.iterations={ahead_iteration + 1}", "train.eval_every_minutes=0")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert f"resumed from {newer}: iteration {ahead_iteration}," in done.stdout + done.stderr
+
+
 def test_truncated_checkpoint_raises_clear_error(tmp_path):
     path = checkpoint.save(tmp_path, 3, {"model": {"w": np.zeros(1000)}, "counters": {}})
     assert checkpoint.load(path)["step"] == 3
