@@ -113,9 +113,7 @@ def gate(
     }
 
 
-def resume_point(
-    named: "str | None", found: "list[pathlib.Path]"
-) -> "tuple[pathlib.Path | None, dict | None]":
+def resume_point(named: "str | None", found: "list[pathlib.Path]") -> "tuple[pathlib.Path | None, dict | None]":
     """Where a run starts: the checkpoint ``resume=`` names, or the newest of the run's own (``found``,
     oldest first), whichever has more iterations behind it, loaded; (None, None) for a new run.
 
@@ -129,7 +127,7 @@ def resume_point(
     theirs, ours = checkpoint.load(named), checkpoint.load(own)
     done_theirs, done_ours = theirs["counters"]["iteration"], ours["counters"]["iteration"]
     if done_theirs > done_ours:
-        tqdm.write(f"resume={named} (iteration {done_theirs}) is further on than this run's {own} (iteration {done_ours})")
+        tqdm.write(f"resume={named} (iteration {done_theirs}) is further on than {own} (iteration {done_ours})")
         return pathlib.Path(named), theirs
     tqdm.write(f"this run's own {own} (iteration {done_ours}) goes on, not resume={named} (iteration {done_theirs})")
     return own, ours
