@@ -30,7 +30,7 @@ from torch.utils.tensorboard import SummaryWriter
 from tqdm import tqdm
 
 from stapel_rl import bundled
-from stapel_rl.env import Variant, get_variant
+from stapel_rl.env import Variant, engine, get_variant
 from stapel_rl.env.render import rgb_array
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.eval.pdn import write_game
@@ -70,6 +70,15 @@ def due(last: float, minutes: float, now: float) -> bool:
     """Whether work scheduled every ``minutes`` of the run (0: never) is due at run time ``now``, its last
     time being ``last`` (seconds of the run; never yet: 0, the run's start)."""
     return bool(minutes) and now >= last + 60.0 * minutes
+
+
+def halfway_picture(variant: Variant, actions: "list[int]") -> np.ndarray:
+    """``uint8 [400, 400, 3]`` picture of a self-play game halfway through its ``actions``: made from a finished
+    game's record, so runs whose self-play is in workers or Ray actors show positions as well."""
+    state = engine.init(variant)
+    for action in actions[: len(actions) // 2]:
+        state = engine.step(state, np.array([action]))
+    return rgb_array(state, 0)
 
 
 #: Hydra's primary config directory: the repository's configs/ in a checkout, the packaged copy in a wheel.
@@ -329,9 +338,9 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                 )
             for key, value in scalars.items():
                 writer.add_scalar(key, value, it)
-            if selfplay is not None and due(counters.get("imaged_at", 0.0), t.image_every_minutes, now):
+            if games and due(counters.get("imaged_at", 0.0), t.image_every_minutes, now):
                 counters["imaged_at"] = now
-                writer.add_image("selfplay/position", rgb_array(selfplay.state, 0), it, dataformats="HWC")
+                writer.add_image("selfplay/position", halfway_picture(variant, games[0].actions), it, dataformats="HWC")
             if games:
                 game_dir = out_dir / "games"
                 game_dir.mkdir(exist_ok=True)

@@ -65,7 +65,7 @@ class TrainConfig(OptimConfig):
     gate_elo1: float = 20.0  # SPRT H1: the candidate is at least this much stronger (H0: not stronger)
     gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: keep the old one)
     gate_simulations: int = 8  # simulations of both agents in gating games
-    image_every_minutes: float = 1.0  # minutes of the run between self-play position images in TensorBoard
+    image_every_minutes: float = 1.0  # minutes of the run between TensorBoard images of a self-play game halfway
     threads: int = 0  # torch threads of this process (0 = torch's default; 1 with selfplay_workers)
     selfplay_workers: int = 2  # 0: self-play in this process; N: N worker processes play while this one trains
     inference_precision: str = "auto"  # self-play/evaluation network: fp32, bf16, fp16, auto (CPU: bf16 where

@@ -264,6 +264,11 @@ def test_selfplay_workers_feed_the_learner_and_a_resumed_run_continues(tmp_path)
     run = tmp_path / "run"
     done = run_train(run, "train.iterations=2", "train.selfplay_workers=2", "train.eval_every_minutes=0")
     assert done.returncode == 0, done.stderr[-3000:]
+    # Board images come from the games the workers finished (tiny: one every iteration that finished one).
+    events = EventAccumulator(str(run / "tb"), size_guidance={"images": 0})
+    events.Reload()
+    (image, *_) = events.Images("selfplay/position")
+    assert (image.width, image.height) == (400, 400)
     first = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
     assert first["counters"]["iteration"] == 2 and first["counters"]["positions"] >= 2 * 64
     assert first["trainer"]["steps"] >= 1
