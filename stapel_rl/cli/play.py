@@ -38,6 +38,7 @@ from collections.abc import Callable
 from typing import TextIO
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.cli.threads import add_threads_option, apply_threads_option
 from stapel_rl.env.render import SIDE_NAMES, ansi
 from stapel_rl.env.variants import Variant, get_variant
 from stapel_rl.eval.agents import Agent, make_agent
@@ -252,9 +253,11 @@ def main(argv: "list[str] | None" = None) -> int:
         help="your colour (default white)",
     )
     parser.add_argument("--seed", type=int, default=None, help="seed of the agent's random choices")
+    add_threads_option(parser)
     args = parser.parse_args(argv)
     try:
         variant = get_variant(args.variant)
+        apply_threads_option(args)
     except ValueError as problem:
         parser.error(str(problem))
     try:

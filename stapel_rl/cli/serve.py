@@ -20,6 +20,8 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from stapel_rl.cli.threads import add_threads_option, apply_threads_option
+
 if TYPE_CHECKING:
     from starlette.types import ASGIApp
 
@@ -71,7 +73,12 @@ def main(argv: "list[str] | None" = None) -> int:
         default=64,
         help="live games kept; a new one beyond this drops the least recently used (default 64)",
     )
+    add_threads_option(parser)
     args = parser.parse_args(argv)
+    try:
+        apply_threads_option(args)
+    except ValueError as problem:
+        parser.error(str(problem))
     for directory in args.checkpoints:
         if not pathlib.Path(directory).is_dir():
             parser.error(f"--checkpoints {directory!r} is not a directory")

@@ -1,4 +1,4 @@
-"""``--threads``: the cores an engine's network may use (``stapel-engine``)."""
+"""``--threads``: the cores an agent's network may use (``stapel-engine``, ``stapel-play``, ``stapel-serve``)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ def add_threads_option(parser: argparse.ArgumentParser) -> None:
         "--threads",
         type=int,
         default=1,
-        help="cores the agent's network may use (default 1: on a shared machine, more threads stall "
-        "the search's small network calls, and an engine shares the machine with its opponent)",
+        help="cores the agents' networks may use (default 1: on a shared machine, more threads stall "
+        "a search's small network calls; the classical engine searches on one core whatever this says)",
     )
 
 
