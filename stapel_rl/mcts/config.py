@@ -70,3 +70,18 @@ class SearchConfig:
             raise ValueError(f"num_simulations must be at least 1, got {self.num_simulations}")
         if self.leaves_per_call < 1:
             raise ValueError(f"leaves_per_call must be at least 1, got {self.leaves_per_call}")
+        if self.max_considered < 1:
+            raise ValueError(f"max_considered must be at least 1, got {self.max_considered}")
+        # Positive and finite: a zero or negative constant silently turns the search into another algorithm
+        # (c_puct 0: greedy on values; c_scale 0: Gumbel by prior alone), a NaN into a random one.
+        for name in ("c_puct", "c_scale"):
+            if not 0 < getattr(self, name) < float("inf"):
+                raise ValueError(f"{name} must be positive and finite, got {getattr(self, name)}")
+        if not 0 <= self.c_visit < float("inf"):
+            raise ValueError(f"c_visit must be at least 0 and finite, got {self.c_visit}")
+        if not 0 <= self.dirichlet_fraction <= 1:
+            raise ValueError(f"dirichlet_fraction must be in [0, 1], got {self.dirichlet_fraction}")
+        if not 0 < self.dirichlet_alpha < float("inf"):
+            raise ValueError(f"dirichlet_alpha must be positive and finite, got {self.dirichlet_alpha}")
+        if not 0 <= self.temperature < float("inf"):
+            raise ValueError(f"temperature must be at least 0 and finite, got {self.temperature}")

@@ -89,3 +89,9 @@ def test_config_changes_lists_each_changed_leaf_and_ignores_resume():
         "train.new: <absent> -> 1",
     ]
     assert config_changes(current, current) == []
+
+
+def test_the_search_constants_are_checked_where_the_config_is_read():
+    assert composed("mcts.c_scale=0.01").mcts.c_scale == 0.01
+    with pytest.raises(ValueError, match="c_scale must be positive"):
+        composed("mcts.c_scale=0")
