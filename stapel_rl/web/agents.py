@@ -5,6 +5,7 @@ accepts only what it offers:
 
     random, greedy, alphabeta:1 .. alphabeta:4      the baselines
     classical:time=0.1, 0.5 or 1                    the compiled alpha-beta engine, seconds a move
+    classical:time=0.1, 0.5 or 1:eval=nnue          the same with its packaged learned evaluation
     mcts:NAME[:sims=N][:algorithm=puct|gumbel]      a checkpoint with its search
     policy:NAME                                     a checkpoint's raw policy
 
@@ -29,6 +30,8 @@ from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.models.checkpoint import load
 
+#: The times a move the classical engine is offered at, with and without its learned evaluation.
+CLASSICAL_TIMES = ("0.1", "0.5", "1")
 BASELINES = (
     "random",
     "greedy",
@@ -36,9 +39,9 @@ BASELINES = (
     "alphabeta:2",
     "alphabeta:3",
     "alphabeta:4",
-    "classical:time=0.1",
-    "classical:time=0.5",
-    "classical:time=1",
+    *(f"classical:time={seconds}" for seconds in CLASSICAL_TIMES),
+    # The strongest player the server has (docs/classical.md, "The packaged network and what it gains").
+    *(f"classical:time={seconds}:eval=nnue" for seconds in CLASSICAL_TIMES),
 )
 NETWORK_KINDS = ("mcts", "policy")
 DEFAULT_SIMULATIONS = 64

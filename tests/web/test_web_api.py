@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+import pathlib
 import re
 import shutil
 import time
@@ -21,6 +23,7 @@ from stapel_rl.eval.pdn import read_games  # noqa: E402
 from stapel_rl.web import create_app  # noqa: E402
 from stapel_rl.web.agents import COMMITTED_DIR  # noqa: E402
 
+ROOT = pathlib.Path(__file__).resolve().parents[2]
 START_I = initial_fen("I")
 START_MOVES_I = ["31-26", "31-27", "32-27", "32-28", "33-28", "33-29", "34-29", "34-30", "35-30"]
 # White to move: 32 must take two men (32x23x12 or 32x23x14); 32x21 takes only one and is not offered.
@@ -47,7 +50,7 @@ def error_of(response: httpx.Response, status: int) -> str:
 
 def test_agents_lists_baselines_and_committed_checkpoints(client):
     data = client.get("/api/agents").json()
-    assert data["agents"] == [
+    baselines = [
         "random",
         "greedy",
         "alphabeta:1",
@@ -57,13 +60,22 @@ def test_agents_lists_baselines_and_committed_checkpoints(client):
         "classical:time=0.1",
         "classical:time=0.5",
         "classical:time=1",
-        "mcts:variant_I",
-        "policy:variant_I",
-        "mcts:variant_II",
-        "policy:variant_II",
+        "classical:time=0.1:eval=nnue",
+        "classical:time=0.5:eval=nnue",
+        "classical:time=1:eval=nnue",
     ]
+    assert data["baselines"] == baselines
+    assert data["agents"] == baselines + ["mcts:variant_I", "policy:variant_I", "mcts:variant_II", "policy:variant_II"]
     assert data["checkpoints"] == [{"name": "variant_I", "variant": "I"}, {"name": "variant_II", "variant": "II"}]
     assert data["analysis"] == {"I": "mcts:variant_I", "II": "mcts:variant_II"}
+
+
+def test_the_documented_agents_answer_is_the_real_one(client):
+    # docs/web_api.md shows GET /api/agents of a server started without --checkpoints: it must not drift.
+    text = (ROOT / "docs" / "web_api.md").read_text()
+    example = re.search(r"### `GET /api/agents`\n\n```json\n(.*?)```", text, re.DOTALL)
+    assert example is not None, "docs/web_api.md lost its GET /api/agents example"
+    assert json.loads(example.group(1)) == client.get("/api/agents").json()
 
 
 def test_new_game_at_the_start(client):
@@ -82,8 +94,10 @@ def test_agent_moves_first_when_it_starts(client):
     assert game["to_move"] == "white" and game["points"] == {"white": 0, "black": 0}
 
 
-def test_the_classical_engine_replies_with_a_legal_move(client):
-    game = new_game(client, variant="II", human="white", agent="classical:time=0.1")
+@pytest.mark.parametrize("spec", ["classical:time=0.1", "classical:time=0.1:eval=nnue"])
+def test_the_classical_engine_replies_with_a_legal_move(client, spec):
+    game = new_game(client, variant="II", human="white", agent=spec)
+    assert game["agent"] == spec
     assert len(game["moves"]) == 1 and game["moves"][0] in legal_moves(initial_fen("II"), "II")
 
 
@@ -137,6 +151,8 @@ def test_bad_moves_are_refused_and_change_nothing(client, move, message):
         ({"agent": "policy:../checkpoints/variant_I"}, 400, "unknown agent 'policy:../checkpoints/variant_I'"),
         ({"agent": "alphabeta:9"}, 400, "unknown agent 'alphabeta:9'"),
         ({"agent": "classical:eval=/etc/passwd"}, 400, "unknown agent 'classical:eval=/etc/passwd'"),
+        ({"agent": "classical:eval=nnue"}, 400, "unknown agent 'classical:eval=nnue'"),  # offered with a time
+        ({"agent": "classical:time=2:eval=nnue"}, 400, "unknown agent 'classical:time=2:eval=nnue'"),
         ({"agent": "mcts:variant_I:sims=0"}, 400, "simulations must be between 1 and 1024, got 0"),
         ({"agent": "mcts:variant_I:temp=1"}, 400, "agent 'mcts:variant_I:temp=1': unexpected option 'temp=1'"),
         ({"variant": "III"}, 400, "unknown variant 'III': expected one of ['I', 'II']"),

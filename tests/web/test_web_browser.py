@@ -15,9 +15,10 @@ sync_api = pytest.importorskip("playwright.sync_api")
 
 from scripts import load_script  # noqa: E402
 from stapel_rl.cli.serve import start_in_thread  # noqa: E402
-from stapel_rl.env import apply_move, from_fens, initial_fen  # noqa: E402
+from stapel_rl.env import apply_move, from_fens, initial_fen, legal_moves  # noqa: E402
 from stapel_rl.eval.agents import make_agent  # noqa: E402
 from stapel_rl.web import create_app  # noqa: E402
+from stapel_rl.web.agents import BASELINES  # noqa: E402
 from stapel_rl.web.games import WebGame, board  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -184,3 +185,25 @@ def test_analysis_arrows(page, url):
     assert all(label.endswith("%") for label in labels)
     assert page.text_content("#value").startswith("value for White ")
     assert "(mcts:variant_I, 16 simulations)" in page.text_content("#value")
+
+
+def test_a_move_against_the_classical_engine_with_its_learned_evaluation(page, url):
+    open_game(page, url, agent="random", seed=0)
+    # The menu offers every baseline, the engine with eval=nnue at each of its times among them.
+    options = page.eval_on_selector_all("#agent option", "els => els.map(e => e.value)")
+    assert options == [*BASELINES, "mcts:variant_I", "policy:variant_I"]
+    assert {"classical:time=0.1:eval=nnue", "classical:time=0.5:eval=nnue", "classical:time=1:eval=nnue"} <= set(
+        options
+    )
+    page.select_option("#agent", "classical:time=0.1:eval=nnue")
+    page.click("#new")
+    wait_idle(page)
+    page.click('[data-square="32"]')
+    page.click('[data-square="28"]')
+    page.wait_for_function("document.querySelectorAll('#moves li').length === 2")
+    wait_idle(page)
+    first, reply = move_texts(page)
+    assert first == "32-28" and reply in legal_moves(apply_move(initial_fen("I"), "32-28"))
+    assert page.text_content("#status") == "White to move (you)"
+    pdn = page.evaluate("fetch(document.querySelector('#pdn').href).then(r => r.text())")
+    assert '[Black "classical:time=0.1:eval=nnue"]' in pdn
