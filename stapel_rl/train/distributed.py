@@ -3,6 +3,9 @@
     stapel-train distributed=ray distributed.actors=4             # a local Ray on this machine
     stapel-train distributed=ray distributed.address=auto         # join a cluster started with `ray start`
 
+A cluster's every process needs ``RAY_AUTH_MODE=token`` and the head node's Ray token
+(docs/distributed.md): Ray turns token authentication on by itself.
+
 The learner (the ``stapel-train`` process: trainer, replay buffer,
 checkpoints, TensorBoard) publishes the newest weights once per iteration
 with one ``ray.put``; every actor reads that one object (Ray shares it per

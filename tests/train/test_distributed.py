@@ -1,4 +1,4 @@
-"""Self-play and tournaments on Ray: a local Ray, a two-node cluster on this machine, a killed actor."""
+"""Self-play and tournaments on Ray: a local Ray, a killed actor (a cluster: test_ray_cluster.py)."""
 
 import io
 import json
@@ -67,28 +67,6 @@ def test_two_actors_on_a_local_ray_feed_the_learner(tmp_path):
     assert set(np.unique(replay["version"])) <= {0, 1, 2} and replay["version"].min() == 0
     assert replay["version"].max() == 2
     assert len(json.loads((run / "selfplay_pids.json").read_text())) == 2
-
-
-@pytest.mark.slow
-def test_a_run_on_a_two_node_cluster(tmp_path):
-    from ray.cluster_utils import Cluster
-
-    cluster = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    try:
-        cluster.add_node(num_cpus=1)
-        cluster.wait_for_nodes()
-        run = tmp_path / "run"
-        done = subprocess.run(
-            train_command(run, "train.iterations=2", f"distributed.address={cluster.address}"),
-            capture_output=True,
-            text=True,
-            timeout=240,
-        )
-        assert done.returncode == 0, done.stderr[-3000:]
-        _, replay = replay_of(run)
-        assert set(np.unique(replay["actor"])) == {0, 1}  # one actor per node: each has one CPU
-    finally:
-        cluster.shutdown()
 
 
 @pytest.mark.slow
