@@ -6,6 +6,7 @@ import sys
 
 SCRIPT = """
 import sys
+import time
 import numpy as np
 from stapel_rl.env import engine
 from stapel_rl.env.sampling import random_legal_actions
@@ -20,13 +21,15 @@ for _ in range(12):  # a middlegame position of Variant I
     state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
 agent = eval(build)
 for _ in range(moves):
+    cpu = time.process_time()
     agent(state, rng)
-    print(eval(report, {"agent": agent}))
+    cpu = time.process_time() - cpu  # the process's CPU time in the call: what a stalled process lacks
+    print(eval(report, {"agent": agent, "cpu": cpu}))
 """
 
 
 def first_moves(build: str, moves: int, report: str) -> "list[str]":
-    """``report`` (an expression of ``agent``) after each of ``moves`` calls on the same position by the agent
+    """``report`` (an expression of ``agent`` and ``cpu``, the call's CPU seconds) after each of ``moves`` calls on the same position by the agent
     ``build`` makes (an expression: ``make_agent("classical")``, or a class of ``stapel_rl.eval.network_agents``)."""
     command = [sys.executable, "-c", SCRIPT, build, str(moves), report]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)

@@ -44,31 +44,38 @@ def test_deadline_overrun_is_small():
     rng = np.random.default_rng(3)
     agent(engine.init("I", 1), rng)  # the first call builds the searcher: off the search's clock, not the call's
     overruns: "list[float]" = []
-    for variant in ("I", "II"):
+    # Games against random moves, alternately of each variant, until enough searched moves: how many a
+    # game gives depends on the moves, and so on the machine's load.
+    for variant in ("I", "II") * 6:
         state = engine.init(variant, 1)
-        while len(overruns) < 120 and not state.done[0]:
+        while len(overruns) < 80 and not state.done[0]:
             if state.current_player[0] == 0:
-                start = time.perf_counter()
+                start, cpu = time.perf_counter(), time.process_time()
                 action = agent(state, rng)
-                elapsed = time.perf_counter() - start
+                elapsed, work = time.perf_counter() - start, time.process_time() - cpu
                 if agent.last is not None and elapsed > 0.01:
-                    overruns.append(elapsed - agent.time_per_move)
+                    overruns.append(work - agent.time_per_move)
             else:
                 action = random_legal_actions(state.legal_action_mask, rng)
             state = engine.step(state, action)  # validates: an illegal action raises
-    # The typical move stops at its deadline; the worst only bounds a gross failure (an iteration run
-    # on past it): on a shared machine a move's thread may wait for a core, whatever the search does.
-    assert len(overruns) >= 60
+    # Overruns in the process's CPU time: a search that runs an iteration on past its deadline spends
+    # that work whatever the load, while a move that waits for a core on a busy machine spends none (in
+    # wall time the median overrun reached 31.8 ms beside two other jobs, the search blameless).
+    assert len(overruns) == 80
     median, worst = float(np.median(overruns)), max(overruns)
-    assert median < 0.010, f"median overrun {1000 * median:.1f} ms"
-    assert worst < 0.250, f"worst overrun {1000 * worst:.1f} ms"
+    assert median < 0.010, f"median overrun {1000 * median:.1f} ms of CPU time"
+    assert worst < 0.100, f"worst overrun {1000 * worst:.1f} ms of CPU time"
 
 
 def test_a_processs_first_move_searches_its_full_time():
     # The first search of a process loads the compiled code (or compiles it, after installing): off
     # the clock, or the first move of every match job would come from a search cut short at depth 1.
-    (depth,) = first_moves('make_agent("classical:time=0.1")', 1, "agent.last.depth")
-    assert int(depth) >= 5
+    # That failure spends the move's time loading, on the CPU, whatever else the machine runs. A stall
+    # of a busy machine spends it waiting for a core (depth 1-2 beside two busy processes): a shallow
+    # first move fails only if the process had half the move's time on the CPU.
+    (report,) = first_moves('make_agent("classical:time=0.1")', 1, "(agent.last.depth, cpu)")
+    depth, cpu = eval(report)
+    assert depth >= 5 or cpu < 0.05, f"depth {depth} after {1000 * cpu:.0f} ms of CPU time"
 
 
 @pytest.mark.parametrize(
