@@ -29,8 +29,9 @@ for _ in range(moves):
 
 
 def first_moves(build: str, moves: int, report: str) -> "list[str]":
-    """``report`` (an expression of ``agent`` and ``cpu``, the call's CPU seconds) after each of ``moves`` calls on the same position by the agent
-    ``build`` makes (an expression: ``make_agent("classical")``, or a class of ``stapel_rl.eval.network_agents``)."""
+    """``report`` (an expression of ``agent`` and ``cpu``, the call's CPU seconds) after each of ``moves`` calls
+    on the same position by the agent ``build`` makes (an expression: ``make_agent("classical")``, or a class
+    of ``stapel_rl.eval.network_agents``)."""
     command = [sys.executable, "-c", SCRIPT, build, str(moves), report]
     done = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
