@@ -1,9 +1,10 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
 Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search][:batch=K]
-[:solver=on|off][:reuse=on|off]`` and ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the
-agents shipped with the package (``stapel_rl.bundled``); ``make_agent`` builds them
-with ``mcts_from_spec_args`` and ``policy_from_spec_args``.
+[:solver=on|off][:reuse=on|off][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
+``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the agents shipped with the
+package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
+``policy_from_spec_args``. The search constants default to those the network was trained with.
 """
 
 from __future__ import annotations
@@ -180,30 +181,61 @@ def _number(options: "dict[str, str]", key: str, kind: "type[_Number]") -> "_Num
     return value
 
 
+#: The search constants an mcts spec may set: option -> (``SearchConfig`` field, type).
+CONSTANTS: "dict[str, tuple[str, type]]" = {
+    "c_puct": ("c_puct", float),
+    "c_visit": ("c_visit", float),
+    "c_scale": ("c_scale", float),
+    "considered": ("max_considered", int),
+}
+
+
+def _constants(options: "dict[str, str]") -> "dict[str, float | int]":
+    """The search constants ``options`` set, by ``SearchConfig`` field (which checks their ranges)."""
+    found: "dict[str, float | int]" = {}
+    for option, (field, kind) in CONSTANTS.items():
+        if option in options:
+            try:
+                found[field] = kind(options[option])
+            except ValueError:
+                raise ValueError(f"mcts agent option {option}={options[option]!r} is not a number") from None
+    return found
+
+
 def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
-    unknown = sorted(set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse"})
+    unknown = sorted(set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse", *CONSTANTS})
     choices = {"forced": ("skip", "search"), "solver": ("on", "off"), "reuse": ("on", "off")}
     unknown += [options[key] for key, allowed in choices.items() if options.get(key, allowed[0]) not in allowed]
     if unknown:
         raise ValueError(
             f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
-            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off"
+            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, "
+            "c_puct=X, c_visit=X, c_scale=X, considered=N"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
     batch = _number(options, "batch", int) or AGENT_LEAVES_PER_CALL
+    constants = _constants(options)
     evaluator, checkpoint = load_evaluator(path)
     search_defaults = checkpoint.get("config", {}).get("mcts", {})
-    config = SearchConfig(
-        # By time, sims (if given) is a limit: whichever comes first.
-        num_simulations=sims or (SearchConfig.num_simulations if seconds is None else UNLIMITED),
-        algorithm=options.get("algorithm", search_defaults.get("algorithm", SearchConfig.algorithm)),
-        c_puct=float(search_defaults.get("c_puct", SearchConfig.c_puct)),
-        # skip: forced actions get no node of their own (SearchConfig.skip_forced); search: one node per leap.
-        skip_forced=options.get("forced", "skip") == "skip",
-        leaves_per_call=batch,
-        solver=options.get("solver", "on") == "on",
-    )
+    try:
+        config = SearchConfig(
+            # By time, sims (if given) is a limit: whichever comes first.
+            num_simulations=sims or (SearchConfig.num_simulations if seconds is None else UNLIMITED),
+            algorithm=options.get("algorithm", search_defaults.get("algorithm", SearchConfig.algorithm)),
+            # skip: forced actions get no node of their own (SearchConfig.skip_forced); search: one node per leap.
+            skip_forced=options.get("forced", "skip") == "skip",
+            leaves_per_call=batch,
+            solver=options.get("solver", "on") == "on",
+            # The search constants the network was trained with, unless the spec names others.
+            **{
+                field: constants.get(field, kind(search_defaults.get(field, getattr(SearchConfig, field))))
+                for field, kind in CONSTANTS.values()
+            },
+        )
+    except ValueError as problem:
+        named = [option for option, (field, _) in CONSTANTS.items() if option != field and field in str(problem)]
+        raise ValueError(f"mcts agent spec: {problem}" + "".join(f" (option {o}=)" for o in named)) from None
     agent = MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on")
     # Warmed when made, not on the first move, so that a match's time per move leaves the set-up out.
     agent.warm_up(engine.init(checkpoint.get("variant") or "I", 1))
