@@ -68,18 +68,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
-from scipy.optimize import minimize, minimize_scalar
+from scipy.optimize import minimize
 from scipy.special import expit, log_expit
 
-from stapel_rl.classical import FEATURES, Position, Searcher, features
-from stapel_rl.classical.board import MOVE_WIDTH, points
+from stapel_rl.classical import FEATURES, Searcher
 from stapel_rl.classical.evaluation import read_weights, weights_path
-from stapel_rl.classical.movegen import MAX_MOVES, generate, new_move_buffer, new_scratch
-from stapel_rl.env import initial_fen
+from stapel_rl.classical.selfplay import best_scale, log_loss, play_game
 from stapel_rl.env.variants import Variant, get_variant
 
 MATERIAL = FEATURES.index("material")
@@ -102,73 +98,6 @@ class Games:
     @property
     def num_games(self) -> int:
         return int(self.white_scores.size)
-
-
-def _row(path: "list[int]") -> np.ndarray:
-    row = np.zeros(MOVE_WIDTH, np.int8)
-    row[0] = len(path)
-    row[1 : 1 + len(path)] = path
-    return row
-
-
-def _end_score(variant: Variant, pos: Position) -> float:
-    """White's score (1, 0.5, 0) when the side to move has no move."""
-    if variant.points_decide:
-        diff = points(pos.h, pos.c, 0) - points(pos.h, pos.c, 1)
-        return 0.5 if diff == 0 else float(diff > 0)
-    return float(pos.side == 1)  # the side to move loses
-
-
-def play_game(
-    variant: Variant,
-    searcher: Searcher,
-    rng: np.random.Generator,
-    nodes: int,
-    opening_plies: int,
-    epsilon: float,
-    jitter: float,
-    record: "Callable[[Position], Any]" = lambda pos: features(pos.h, pos.c, pos.side),
-) -> "tuple[list[Any], list[int], list[float], float, int]":
-    """One self-play game: ``(record(pos) of its quiet positions, their sides to move, their search values,
-    White's score, plies)``. A search value is the searcher's score of the position (centi-men, side to
-    move's view), NaN where the move was not searched (forced, or played at random)."""
-    buffer, scratch = new_move_buffer(1)[0], new_scratch()
-    while True:  # a random opening that ends the game is replayed
-        pos = Position.from_fen(initial_fen(variant))
-        for _ in range(int(rng.integers(2, max(opening_plies, 2) + 1))):
-            n, _ = generate(pos.h, pos.c, pos.side, -1, -1, buffer, scratch)
-            if n == 0:
-                break
-            pos = pos.after(buffer[int(rng.integers(min(n, MAX_MOVES)))])
-        else:
-            break
-    searcher.clear()
-    records: "list[Any]" = []
-    sides: "list[int]" = []
-    values: "list[float]" = []
-    while True:
-        n, leaps = generate(pos.h, pos.c, pos.side, -1, -1, buffer, scratch)
-        if n == 0:
-            return records, sides, values, _end_score(variant, pos), pos.ply
-        if pos.ply >= variant.ply_cap:
-            return records, sides, values, 0.5, pos.ply
-        quiet = leaps == 0
-        if quiet:
-            records.append(record(pos))
-            sides.append(pos.side)
-            values.append(float("nan"))
-        n = min(n, MAX_MOVES)
-        if n == 1:
-            row = buffer[0].copy()
-        elif rng.random() < epsilon:
-            row = buffer[int(rng.integers(n))].copy()
-        else:
-            budget = max(1, int(round(nodes * rng.uniform(1 - jitter, 1 + jitter))))
-            result = searcher.search(pos, nodes=budget)
-            row = _row(result.path)
-            if quiet:
-                values[-1] = float(result.score)
-        pos = pos.after(row)
 
 
 def play_games(
@@ -216,11 +145,6 @@ def merge(a: "Games | None", b: Games) -> Games:
     if a is None:
         return b
     return Games(*(np.concatenate([getattr(a, f.name), getattr(b, f.name)]) for f in dataclasses.fields(Games)))
-
-
-def log_loss(z: np.ndarray, y: np.ndarray) -> float:
-    """Mean log-loss of logits ``z`` against results ``y`` in [0, 1] (draws 0.5 count half each way)."""
-    return float(-np.mean(y * log_expit(z) + (1 - y) * log_expit(-z)))
 
 
 def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 1e-4, intercept: "int | None" = INTERCEPT) -> np.ndarray:
@@ -287,14 +211,6 @@ def independent_columns(x: np.ndarray, intercept: "int | None" = INTERCEPT, tol:
             keep[j] = True
             basis = np.column_stack([basis, col / norm])
     return keep
-
-
-def best_scale(weights: np.ndarray, x: np.ndarray, y: np.ndarray) -> float:
-    """The ``k`` minimising the log-loss of ``sigmoid(k * x @ weights)`` (a weight vector's best reading as odds)."""
-    z = x @ np.asarray(weights, np.float64)
-    spread = float(np.std(z)) or 1.0
-    res = minimize_scalar(lambda k: log_loss(k * z, y), bounds=(0.0, 20.0 / spread), method="bounded")
-    return float(res.x)
 
 
 def to_centimen(beta: np.ndarray, fallback_scale: "float | None" = None) -> "tuple[np.ndarray, str]":

@@ -45,113 +45,18 @@ import time
 
 import numpy as np
 import torch
-from fit_classical import best_scale, git_commit, log_loss, play_game
-from scipy.special import expit
-from tqdm import tqdm
+from fit_classical import git_commit
 
-from stapel_rl.classical import Searcher, features, nnue
+from stapel_rl.classical import Searcher, nnue
 from stapel_rl.classical.evaluation import load_weights
+from stapel_rl.classical.selfplay import best_scale, collect, labels, log_loss
+from stapel_rl.classical.trainer import FitSettings, Model, corrections, fit, to_net
 from stapel_rl.env.variants import get_variant
+
+__all__ = ["Model", "main"]  # Model: the trained network, re-exported for the tests that load this script
 
 #: The arguments that made the games, kept with their positions in a ``--data`` file.
 GAME_SETTINGS = ("variant", "games", "nodes", "opening_plies", "epsilon", "jitter", "seed")
-
-
-def board_record(pos) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-    """What training keeps of a position: the active inputs, the extra inputs and the hand-written features."""
-    inputs, extra = np.empty((2, 50), np.int64), np.empty(2, np.int64)
-    nnue.inputs_into(pos.h, pos.c, inputs, extra)
-    return inputs, extra, features(pos.h, pos.c, pos.side)
-
-
-def collect(args: argparse.Namespace) -> "dict[str, np.ndarray]":
-    """The quiet positions of ``args.games`` engine games, with their labels' parts."""
-    variant = get_variant(args.variant)
-    searcher = Searcher(variant, tt_bits=18)
-    parts: "dict[str, list]" = {k: [] for k in ("inputs", "extra", "features", "side", "result", "value", "game")}
-    for g in tqdm(range(args.games), desc="games", unit="game", file=sys.stderr):
-        rng = np.random.default_rng([args.seed, g])
-        records, sides, values, white, _ = play_game(
-            variant, searcher, rng, args.nodes, args.opening_plies, args.epsilon, args.jitter, board_record
-        )
-        for (inputs, extra, feats), side, value in zip(records, sides, values, strict=True):
-            parts["inputs"].append(inputs)
-            parts["extra"].append(extra)
-            parts["features"].append(feats)
-            parts["side"].append(side)
-            parts["result"].append(white if side == 0 else 1.0 - white)
-            parts["value"].append(value)
-            parts["game"].append(g)
-    return {k: np.array(v) for k, v in parts.items()}
-
-
-class Model(torch.nn.Module):
-    """The network as trained: floats, the accumulator clipped to [0, 1] (``nnue.forward``'s layers)."""
-
-    def __init__(self, width: int, hidden: int) -> None:
-        super().__init__()
-        self.emb = torch.nn.Embedding(nnue.NUM_INPUTS + 1, width, padding_idx=nnue.NUM_INPUTS)
-        torch.nn.init.uniform_(self.emb.weight, -0.02, 0.05)
-        with torch.no_grad():
-            self.emb.weight[nnue.NUM_INPUTS] = 0
-        self.bias = torch.nn.Parameter(torch.full((width,), 0.1))
-        self.hidden = torch.nn.Linear(2 * width + nnue.NUM_EXTRA, hidden)
-        self.out = torch.nn.Linear(hidden, 1)
-
-    def forward(
-        self, inputs: torch.Tensor, extra: torch.Tensor, side: torch.Tensor, base: "torch.Tensor | None" = None
-    ) -> torch.Tensor:
-        """The logit of the side to move's winning chances: ``base`` (k times the hand-written
-        evaluation) plus the network's correction."""
-        acc = self.emb(inputs).sum(dim=2) + self.bias  # [B, 2, W]: White's view, Black's
-        black = side.bool()[:, None]
-        mover = torch.where(black, acc[:, 1], acc[:, 0]).clamp(0, 1)
-        other = torch.where(black, acc[:, 0], acc[:, 1]).clamp(0, 1)
-        sign = (1 - 2 * side.float())[:, None]
-        x = torch.cat([mover, other, sign * extra.float() / 10.0], dim=1)
-        correction = self.out(self.hidden(x).clamp(0, 1)).squeeze(1)
-        return correction if base is None else base + correction
-
-
-def train(
-    data: "dict[str, np.ndarray]",
-    base: np.ndarray,
-    target: np.ndarray,
-    train_rows: np.ndarray,
-    valid_rows: np.ndarray,
-    args: argparse.Namespace,
-) -> "tuple[Model, int, float]":
-    """The model of the epoch with the lowest validation log-loss, that epoch and that loss."""
-    torch.manual_seed(args.seed)
-    model = Model(args.width, args.hidden)
-    optimiser = torch.optim.Adam(model.parameters(), lr=args.lr)
-    tensors = [torch.from_numpy(data[k]) for k in ("inputs", "extra", "side")]
-    tensors += [torch.from_numpy(base).float(), torch.from_numpy(target).float()]
-    rng = np.random.default_rng(args.seed)
-    valid = [t[torch.from_numpy(valid_rows)] for t in tensors[:4]]
-    results = torch.from_numpy(data["result"][valid_rows]).float()
-    best: "tuple[float, int, dict]" = (float("inf"), 0, {})
-    bar = tqdm(range(1, args.epochs + 1), desc="epochs", unit="epoch", file=sys.stderr)
-    for epoch in bar:
-        order = rng.permutation(train_rows)
-        losses = []
-        for start in range(0, order.size, args.batch_size):
-            rows = torch.from_numpy(order[start : start + args.batch_size])
-            inputs, extra, side, prior, y = (t[rows] for t in tensors)
-            loss = torch.nn.functional.binary_cross_entropy_with_logits(model(inputs, extra, side, prior), y)
-            optimiser.zero_grad()
-            loss.backward()
-            optimiser.step()
-            losses.append(loss.item())
-        with torch.no_grad():
-            valid_loss = torch.nn.functional.binary_cross_entropy_with_logits(model(*valid), results).item()
-        if valid_loss < best[0]:
-            best = (valid_loss, epoch, {k: v.clone() for k, v in model.state_dict().items()})
-        bar.set_postfix(loss=f"{np.mean(losses):.4f}", valid=f"{valid_loss:.4f}", best=best[1], refresh=False)
-        if epoch - best[1] >= args.patience:
-            break
-    model.load_state_dict(best[2])
-    return model, best[1], best[0]
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -186,7 +91,16 @@ def main(argv: "list[str] | None" = None) -> int:
         for name in GAME_SETTINGS:  # how those games were played, not this run's arguments
             setattr(args, name, type(getattr(args, name))(data[name]))
     else:
-        data = collect(args)
+        data = collect(
+            get_variant(args.variant),
+            Searcher(get_variant(args.variant), tt_bits=18),
+            args.games,
+            args.seed,
+            args.nodes,
+            args.opening_plies,
+            args.epsilon,
+            args.jitter,
+        )
         data.update({name: np.array(getattr(args, name)) for name in GAME_SETTINGS})
         if args.data:
             pathlib.Path(args.data).parent.mkdir(parents=True, exist_ok=True)
@@ -197,8 +111,7 @@ def main(argv: "list[str] | None" = None) -> int:
     x = data["features"].astype(np.float64)
     k = best_scale(weights.astype(np.float64), x[train_rows], data["result"][train_rows])
     searched = np.isfinite(data["value"])
-    soft = np.where(searched, expit(k * np.nan_to_num(data["value"])), data["result"])
-    target = (1 - args.value_mix) * data["result"] + args.value_mix * soft
+    target = labels(data["result"], data["value"], k, args.value_mix)
     print(
         f"{len(data['result']):,} positions of {args.games} games ({searched.mean():.0%} searched), "
         f"{test_rows.size:,} held out; hand-written evaluation's scale k = {k:.5f} per centi-man",
@@ -206,26 +119,13 @@ def main(argv: "list[str] | None" = None) -> int:
     )
 
     base = k * (x @ weights)  # the hand-written evaluation as a logit: the skip connection
-    model, epoch, valid_loss = train(data, base, target, train_rows, valid_rows, args)
-    emb = model.emb.weight.detach().numpy()[: nnue.NUM_INPUTS]
-    net = nnue.from_float(
-        emb,
-        model.bias.detach().numpy(),
-        model.hidden.weight.detach().numpy(),
-        model.hidden.bias.detach().numpy(),
-        model.out.weight.detach().numpy()[0],
-        float(model.out.bias.item()),
-        1.0 / k,
-        weights,
-        {},
-    )
+    settings = FitSettings(args.width, args.hidden, args.epochs, args.patience, args.batch_size, args.lr, args.seed)
+    trained = fit(data, base, target, train_rows, valid_rows, settings)
+    epoch, valid_loss = trained.epoch, trained.valid_loss
+    net = to_net(trained.model, 1.0 / k, weights, {})
     y = data["result"][test_rows]
     # As the search computes it: the hand-written evaluation plus the quantised network, as a logit.
-    correction = [
-        nnue.forward(_accumulator(net, data["inputs"][i]), int(data["side"][i]), *data["extra"][i], *net.arrays()[2:])
-        for i in test_rows
-    ]
-    searched_logit = base[test_rows] + k * np.array(correction)
+    searched_logit = base[test_rows] + k * corrections(net, data, test_rows)
     losses = {
         "constant": log_loss(np.full(y.size, np.log(y.mean() / (1 - y.mean()))), y),
         "hand_written": log_loss(k * (x[test_rows] @ weights), y),
@@ -258,15 +158,6 @@ def main(argv: "list[str] | None" = None) -> int:
         + f"; wrote {path} in {time.perf_counter() - start:.0f} s"
     )
     return 0
-
-
-def _accumulator(net: nnue.Net, inputs: np.ndarray) -> np.ndarray:
-    """The search's accumulator ``int32 [2, W]`` from a position's active inputs."""
-    acc = np.tile(net.bias, (2, 1)).astype(np.int32)
-    for view in range(2):
-        active = inputs[view][inputs[view] < nnue.NUM_INPUTS]
-        acc[view] += net.emb[active].sum(axis=0, dtype=np.int64).astype(np.int32)
-    return acc
 
 
 if __name__ == "__main__":
