@@ -1,7 +1,8 @@
 """stapel-train: train an agent by self-play (Hydra: ``stapel-train variant=II train.hours=1``).
 
-The configs are ``configs/`` (``stapel_rl.bundled.CONFIG_DIR``); the loop is
-``stapel_rl.train.app.train``. Output goes to Hydra's run directory
+The configs are ``configs/`` (``stapel_rl.bundled.CONFIG_DIR``); ``loop`` picks the loop:
+``alphazero`` (the default) is ``stapel_rl.train.app.train``, ``minimax`` the classical engine's
+learned evaluation, generation by generation (``stapel_rl.train.minimax.run``). Output goes to Hydra's run directory
 (``runs/<variant>_<time>/``): checkpoints, TensorBoard events, games.
 """
 
@@ -15,14 +16,26 @@ from hydra.core.hydra_config import HydraConfig
 from omegaconf import DictConfig
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.train import minimax
 from stapel_rl.train.app import CONFIG_DIR, train
 from stapel_rl.train.config import check_overrides
+
+LOOPS = ("alphazero", "minimax")
 
 
 @hydra.main(config_path=CONFIG_DIR, config_name="config", version_base=None)
 def _run(cfg: DictConfig) -> None:
     tune_malloc()  # process-wide, so here and not on import
     out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
+    if cfg.loop not in LOOPS:
+        sys.exit(f"stapel-train: loop must be one of {', '.join(LOOPS)}, got {cfg.loop!r}")
+    if cfg.loop == "minimax":
+        try:
+            evaluation = minimax.run(cfg, out_dir)
+        except ValueError as problem:  # a bad option or evaluation file: say which, without a traceback
+            sys.exit(f"stapel-train: {problem}")
+        print(f"evaluation: {evaluation or 'the hand-written one (no network promoted)'}")
+        return
     final = train(cfg, out_dir)
     print(f"checkpoint: {final}")
 

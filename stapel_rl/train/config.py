@@ -7,6 +7,8 @@
 - ``train``: ``TrainConfig`` (here), an ``stapel_rl.train.trainer.OptimConfig`` with the
   run's budget, replay buffer and schedules; options in ``configs/train/``.
 - ``distributed``: ``DistributedConfig`` (here); options in ``configs/distributed/``.
+- ``minimax``: ``MinimaxConfig`` (here), the generation loop of the classical engine's learned
+  evaluation (``loop: minimax``, ``stapel_rl.train.minimax``); options in ``configs/minimax/``.
 
 Each field has one default, where it is declared; the YAML options set only what
 they choose differently. A key not declared is rejected by Hydra ("Key 'x' not in
@@ -86,12 +88,52 @@ class DistributedConfig:
 
 
 @dataclasses.dataclass
+class MinimaxConfig:
+    """The minimax generation loop (``stapel-train loop=minimax``, ``stapel_rl.train.minimax``): the classical
+    engine plays itself with its current learned evaluation, a new one is trained on those games and promoted
+    when an SPRT at equal time accepts it."""
+
+    start: str = "hand_written"  # generation 0: "hand_written" (a network correcting the hand-written
+    # evaluation), "zero" (a random network, no hand-written terms), "nnue" (the packaged network) or a .npz
+    generations: int = 10  # generations to run (a resumed run goes on to this many)
+    games: int = 200  # self-play games per generation
+    nodes: int = 2000  # node budget of each self-play search
+    jitter: float = 0.3  # node budgets drawn from [1 - jitter, 1 + jitter] * nodes
+    epsilon: float = 0.05  # chance of a random full move in self-play
+    opening_plies: int = 6  # self-play games open with 2 to this many random full moves
+    value_mix: float = 0.8  # label: (1 - value_mix) * game result + value_mix * sigmoid(k * search score)
+    window: int = 2  # the positions of this many newest generations are trained on
+    holdout: int = 10  # every this-th game is kept for validation (early stopping)
+    zero_scale: float = 0.002  # from zero: k, logit of the winning chances per centi-man (hand-written:
+    # fitted to the first generation's games); the unit of search scores and of the network's output
+    width: int = 32  # accumulator width of a new network (generations after the first keep their parent's)
+    hidden: int = 16  # hidden units of a new network
+    epochs: int = 30  # at most this many epochs per generation
+    patience: int = 3  # epochs without a better validation loss before training stops
+    batch_size: int = 512  # positions per gradient step
+    lr: float = 3e-3  # Adam's learning rate
+    match_time: float = 0.1  # seconds a move of both engines in gating and panel games (equal time)
+    match_nodes: int = 0  # > 0: a node budget a search instead of match_time (deterministic: tests)
+    gate_elo1: float = 20.0  # SPRT H1: the new network is at least this much stronger (H0: not stronger)
+    gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: not promoted)
+    gate_batch_pairs: int = 10  # pairs played between two looks at the SPRT
+    panel: list[str] = dataclasses.field(
+        default_factory=lambda: ["classical:time=0.1", "classical:time=0.1:eval=nnue", "alphabeta:2"]
+    )  # agent specs every generation's network is rated against (a fixed panel)
+    panel_pairs: int = 4  # colour-swapped pairs per panel opponent, from random 4-ply openings
+    threads: int = 1  # torch threads (1: training is reproducible from the seed)
+
+
+@dataclasses.dataclass
 class Config:
     variant: VariantConfig = dataclasses.field(default_factory=VariantConfig)
     model: NetworkConfig = dataclasses.field(default_factory=NetworkConfig)
     mcts: SelfPlayConfig = dataclasses.field(default_factory=SelfPlayConfig)
     train: TrainConfig = dataclasses.field(default_factory=TrainConfig)
     distributed: DistributedConfig = dataclasses.field(default_factory=DistributedConfig)
+    minimax: MinimaxConfig = dataclasses.field(default_factory=MinimaxConfig)
+    loop: str = "alphazero"  # "alphazero": MCTS self-play training; "minimax": the classical engine's
+    # evaluation learned generation by generation (the minimax group)
     seed: int = 0  # seeds numpy and torch; the same seed and config replay the same run
     device: str = "cpu"  # "cpu", "cuda" or "auto" for the network during training
     # a checkpoint to continue from (default: the newest in this run's directory; once this run has saved its
@@ -113,6 +155,7 @@ def register() -> None:
     store.store(group="mcts", name="schema", node=SelfPlayConfig)
     store.store(group="train", name="schema", node=TrainConfig)
     store.store(group="distributed", name="schema", node=DistributedConfig)
+    store.store(group="minimax", name="schema", node=MinimaxConfig)
 
 
 #: Keys of the ``train`` group removed in 0.2.0, and what replaces each (the schedules went to minutes).

@@ -13,6 +13,7 @@ from stapel_rl.train.app import CONFIG_DIR  # registers the schema
 from stapel_rl.train.config import (
     Config,
     DistributedConfig,
+    MinimaxConfig,
     TrainConfig,
     VariantConfig,
     check_overrides,
@@ -27,6 +28,7 @@ SCHEMAS = {
     "mcts": SelfPlayConfig,
     "train": TrainConfig,
     "distributed": DistributedConfig,
+    "minimax": MinimaxConfig,
 }
 
 #: The field each group's options are named for.

@@ -1,0 +1,375 @@
+"""stapel-train loop=minimax: the classical engine's learned evaluation, generation by generation.
+
+    stapel-train loop=minimax variant=II                      # from the hand-written evaluation
+    stapel-train loop=minimax minimax.start=zero              # a random network, no hand-written terms
+    stapel-train loop=minimax minimax=tiny hydra.run.dir=runs/a   # run again in the same dir: it resumes
+
+Generation 0 is the starting evaluation (``minimax.start``). Each generation then:
+
+1. plays ``minimax.games`` games of the compiled alpha-beta engine against itself with the current
+   evaluation (``stapel_rl.classical.selfplay``: random openings, jittered node budgets, random moves
+   with probability ``epsilon``) and keeps their quiet positions (``positions.npz``);
+2. labels them ``(1 - value_mix) * result + value_mix * sigmoid(k * search score)`` and trains a new
+   network on the positions of the newest ``window`` generations, warm-started from the current one
+   (``stapel_rl.classical.trainer``; ``candidate.npz``);
+3. gates it: an SPRT (``stapel_rl.eval.sprt.run_sprt``) of the new network against the current
+   evaluation, both engines at ``match_time`` seconds a move (``gate.json``); H1 promotes it;
+4. rates it against a fixed panel of agents (``minimax.panel``), so that a generation that only learned
+   to beat its parent shows on the curve;
+5. saves the network with its config, code version, gate and panel results in its metadata
+   (``net.npz``; the promoted one also as ``best.npz``), writes TensorBoard scalars and the loop's
+   state (``loop.json``, atomically: the generation finished, the current evaluation, the history).
+
+Every phase's result is a file written atomically and every phase's randomness comes from
+``(seed, generation, phase)``: after a kill the same command goes on from the last finished phase, and
+with node-limited matches (``match_nodes``) the run ends as an uninterrupted one would.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import pathlib
+import re
+import time
+from typing import Any, cast
+
+import numpy as np
+import torch
+from omegaconf import DictConfig, OmegaConf
+from torch.utils.tensorboard import SummaryWriter
+from tqdm import tqdm
+
+from stapel_rl.classical import nnue
+from stapel_rl.classical.evaluation import NUM_FEATURES, load_weights
+from stapel_rl.classical.searcher import Searcher
+from stapel_rl.classical.selfplay import best_scale, collect, labels
+from stapel_rl.classical.trainer import FitSettings, Model, fit, from_net, to_net
+from stapel_rl.env import Variant, engine, get_variant
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.arena import play_match
+from stapel_rl.eval.classical_agent import ClassicalAgent
+from stapel_rl.eval.openings import opening_fens
+from stapel_rl.eval.pentanomial import elo_of
+from stapel_rl.eval.sprt import SPRT, run_sprt
+from stapel_rl.records import atomic_write_bytes, code_version
+from stapel_rl.train.config import Config, MinimaxConfig, config_changes, register
+
+register()
+
+STATE_FILE = "loop.json"
+STARTS = ("hand_written", "zero", "nnue")
+#: The phases' random streams: ``(seed, generation, phase)``.
+_GAMES, _FIT, _GATE, _PANEL = range(4)
+
+
+def check(m: MinimaxConfig) -> None:
+    """Raise ``ValueError`` naming the first option out of its range."""
+    if m.start not in STARTS and not m.start.endswith(".npz"):
+        raise ValueError(f"minimax.start must be one of {', '.join(STARTS)} or a network .npz, got {m.start!r}")
+    positive = ("generations", "games", "nodes", "window", "holdout", "width", "hidden", "epochs", "patience")
+    for name in (*positive, "batch_size", "gate_max_pairs", "gate_batch_pairs", "threads"):
+        if getattr(m, name) < 1:
+            raise ValueError(f"minimax.{name} must be at least 1, got {getattr(m, name)}")
+    if m.holdout < 2:
+        raise ValueError(f"minimax.holdout must be at least 2 (every holdout-th game validates), got {m.holdout}")
+    if not 0 <= m.jitter < 1 or not 0 <= m.epsilon <= 1 or not 0 <= m.value_mix <= 1:
+        raise ValueError("minimax.jitter must be in [0, 1), minimax.epsilon and minimax.value_mix in [0, 1]")
+    if m.match_nodes < 0 or (m.match_nodes == 0 and m.match_time <= 0):
+        raise ValueError("minimax.match_time must be > 0 seconds (or minimax.match_nodes > 0)")
+    if m.zero_scale <= 0 or m.lr <= 0 or m.panel_pairs < 0:
+        raise ValueError("minimax.zero_scale and minimax.lr must be > 0, minimax.panel_pairs >= 0")
+
+
+def stream(seed: int, generation: int, phase: int) -> np.random.Generator:
+    return np.random.default_rng([seed, generation, phase])
+
+
+def load_net(path: "str | pathlib.Path", variant: Variant) -> nnue.Net:
+    """A network file for ``variant``; ``ValueError`` saying what is wrong (missing, corrupt, another variant)."""
+    net = nnue.load(path)
+    made_for = net.metadata.get("variant")
+    if made_for is not None and made_for != variant.name:
+        raise ValueError(
+            f"evaluation network {str(path)!r} is for Variant {made_for}, this run is Variant {variant.name}"
+        )
+    return net
+
+
+def save_npz(path: pathlib.Path, arrays: "dict[str, np.ndarray]") -> None:
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
+    atomic_write_bytes(path, buffer.getvalue())
+
+
+def write_json(path: pathlib.Path, data: dict) -> None:
+    atomic_write_bytes(path, (json.dumps(data, indent=1) + "\n").encode())
+
+
+def starting_point(m: MinimaxConfig, variant: Variant, seed: int, out_dir: pathlib.Path) -> "dict[str, Any]":
+    """Generation 0's state: the hand-written evaluation alone, a random network without hand-written terms
+    (``zero``), or a network file (its own hand-written terms and scale)."""
+    state: "dict[str, Any]" = {"generation": 0, "best": None, "scale_k": None, "history": []}
+    if m.start == "hand_written":
+        state["weights"] = load_weights(variant.name).tolist()
+        return state
+    if m.start == "zero":
+        torch.manual_seed(int(stream(seed, 0, _FIT).integers(1 << 31)))
+        net = to_net(Model(m.width, m.hidden), 1.0 / m.zero_scale, np.zeros(NUM_FEATURES, np.int64), {})
+        net.metadata = {"variant": variant.name, "generation": 0, "procedure": "minimax loop: a random network"}
+        state["scale_k"] = m.zero_scale
+    else:
+        source = nnue.packaged_path(variant.name) if m.start == "nnue" else pathlib.Path(m.start)
+        net = load_net(source, variant)
+        net.metadata = {**net.metadata, "variant": variant.name, "generation": 0, "source": str(source)}
+        state["scale_k"] = 1.0 / float(net.head[1])
+    path = nnue.save(net, out_dir / "generations" / "gen_0000" / "net.npz")
+    state["best"] = str(path.relative_to(out_dir))
+    state["weights"] = net.weights.tolist()
+    return state
+
+
+def engine_agent(net: "nnue.Net | None", variant: Variant, m: MinimaxConfig, name: str) -> ClassicalAgent:
+    """The engine with ``net`` (``None``: the hand-written evaluation) at the loop's match limits."""
+    return ClassicalAgent(
+        time_per_move=None if m.match_nodes else m.match_time,
+        nodes=m.match_nodes or None,
+        tt_bits=18,
+        name=name,
+        weights_variant=variant.name,
+        net=net,
+    )
+
+
+def positions(
+    m: MinimaxConfig,
+    variant: Variant,
+    best: "nnue.Net | None",
+    weights: np.ndarray,
+    seed: int,
+    g: int,
+    gdir: pathlib.Path,
+) -> "dict[str, np.ndarray]":
+    """Generation ``g``'s self-play positions, played now or read back after a kill."""
+    path = gdir / "positions.npz"
+    if not path.is_file():
+        searcher = Searcher(variant, weights=weights, tt_bits=18, net=best)
+        data = collect(
+            variant,
+            searcher,
+            m.games,
+            [seed, g, _GAMES],
+            m.nodes,
+            m.opening_plies,
+            m.epsilon,
+            m.jitter,
+            desc=f"generation {g} games",
+        )
+        save_npz(path, data)
+    with np.load(path) as saved:
+        return {k: saved[k] for k in saved.files}
+
+
+def candidate(
+    m: MinimaxConfig,
+    state: dict,
+    best: "nnue.Net | None",
+    weights: np.ndarray,
+    seed: int,
+    g: int,
+    out_dir: pathlib.Path,
+    meta: dict,
+) -> "tuple[nnue.Net, float]":
+    """Generation ``g``'s new network (trained now, or read back) and the scale ``k`` it is in."""
+    path = out_dir / "generations" / f"gen_{g:04d}" / "candidate.npz"
+    if path.is_file():
+        net = nnue.load(path)
+        return net, 1.0 / float(net.head[1])
+    parts = [positions_of(out_dir, h) for h in range(max(1, g - m.window + 1), g + 1)]
+    data = {k: np.concatenate([p[k] for p in parts]) for k in parts[-1]}
+    valid = data["game"] % m.holdout == 0
+    train_rows, valid_rows = np.flatnonzero(~valid), np.flatnonzero(valid)
+    if not train_rows.size or not valid_rows.size:
+        raise RuntimeError(f"generation {g}: too few games to train and validate on; raise minimax.games")
+    x = data["features"].astype(np.float64)
+    k = state["scale_k"] or best_scale(weights.astype(np.float64), x[train_rows], data["result"][train_rows])
+    target = labels(data["result"], data["value"], k, m.value_mix)
+    settings = FitSettings(
+        m.width, m.hidden, m.epochs, m.patience, m.batch_size, m.lr, int(stream(seed, g, _FIT).integers(1 << 31))
+    )
+    result = fit(
+        data,
+        k * (x @ weights),
+        target,
+        train_rows,
+        valid_rows,
+        settings,
+        start=from_net(best) if best is not None else None,
+    )
+    net = to_net(result.model, 1.0 / k, weights, {})
+    net.metadata = {
+        **meta,
+        "generation": g,
+        "positions": int(len(target)),
+        "scale_k": k,
+        "best_epoch": result.epoch,
+        "validation_log_loss": result.valid_loss,
+    }
+    nnue.save(net, path)
+    return net, k
+
+
+def positions_of(out_dir: pathlib.Path, g: int) -> "dict[str, np.ndarray]":
+    with np.load(out_dir / "generations" / f"gen_{g:04d}" / "positions.npz") as saved:
+        return {k: saved[k] for k in saved.files}
+
+
+def gate(
+    m: MinimaxConfig, variant: Variant, new: nnue.Net, best: "nnue.Net | None", seed: int, g: int, path: pathlib.Path
+) -> dict:
+    """The SPRT of the new network against the current evaluation (run now, or read back)."""
+    if path.is_file():
+        return cast(dict, json.loads(path.read_text()))
+    test = SPRT(0.0, m.gate_elo1)
+    status = run_sprt(
+        engine_agent(new, variant, m, f"generation {g}"),
+        engine_agent(best, variant, m, "current"),
+        variant,
+        test,
+        batch_pairs=m.gate_batch_pairs,
+        max_pairs=m.gate_max_pairs,
+        opening_plies=4,
+        seed=int(stream(seed, g, _GATE).integers(1 << 30)),
+        verbose=False,
+        openings="random",
+    )
+    result = {
+        "status": status,
+        "promoted": status == "H1",
+        "llr": round(test.llr(), 6),
+        "pairs": len(test.scores),
+        "score": round(float(np.mean(test.scores)), 6) if test.scores else 0.5,
+        "pentanomial": [int(c) for c in test.pentanomial().counts],
+        "elo0": test.elo0,
+        "elo1": test.elo1,
+    }
+    write_json(path, result)
+    return result
+
+
+def panel(m: MinimaxConfig, variant: Variant, net: nnue.Net, seed: int, g: int) -> "dict[str, float]":
+    """The new network's score against each panel agent: colour-swapped pairs from random 4-ply openings."""
+    scores = {}
+    for i, spec in enumerate(m.panel):
+        if not m.panel_pairs:
+            break
+        rng = np.random.default_rng([seed, g, _PANEL, i])
+        fens = opening_fens(variant, m.panel_pairs, "random", 4, seed=int(rng.integers(1 << 30)))
+        start = engine.from_fens([f for f in fens for _ in range(2)], variant)
+        agent = engine_agent(net, variant, m, f"generation {g}")
+        result = play_match(agent, make_agent(spec), variant, 2 * m.panel_pairs, rng, start=start)
+        scores[spec] = round(float(np.mean(result.scores)), 6)
+    return scores
+
+
+def tag(spec: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec)
+
+
+def run(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
+    """Run (or resume) the generation loop in ``out_dir``; returns the current evaluation's network file
+    (``None`` while no network has been promoted over the hand-written evaluation)."""
+    config = cast(Config, OmegaConf.to_object(cfg))
+    m, seed = config.minimax, config.seed
+    check(m)
+    variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
+    torch.set_num_threads(m.threads)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    state_path = out_dir / STATE_FILE
+    container = cast(dict, OmegaConf.to_container(cfg))
+    if state_path.is_file():
+        state = json.loads(state_path.read_text())
+        if state["variant"] != variant.name:
+            raise ValueError(f"{state_path} is a run of Variant {state['variant']}, this config Variant {variant.name}")
+        changes = config_changes(state["config"], container)
+        if changes:
+            tqdm.write("the config differs from the run's, it goes on with the new: " + "; ".join(changes))
+        tqdm.write(f"resumed {out_dir}: {state['generation']} generation(s) done")
+    else:
+        state = starting_point(m, variant, seed, out_dir)
+        state.update(variant=variant.name, seed=seed, code_version=code_version(), config=container)
+        write_json(state_path, state)
+    weights = np.asarray(state["weights"], np.int64)
+    best = load_net(out_dir / state["best"], variant) if state["best"] else None
+    writer = SummaryWriter(str(out_dir / "tb"), purge_step=state["generation"] + 1 if state["generation"] else None)
+    if not state["generation"]:
+        writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {state['code_version']}")
+    bar = tqdm(total=m.generations, initial=state["generation"], unit="gen", desc=f"minimax {variant.name}")
+    version = code_version()
+    while state["generation"] < m.generations:
+        g, start = state["generation"] + 1, time.perf_counter()
+        gdir = out_dir / "generations" / f"gen_{g:04d}"
+        data = positions(m, variant, best, weights, seed, g, gdir)
+        played = time.perf_counter() - start
+        meta = {
+            "variant": variant.name,
+            "procedure": "stapel-train loop=minimax",
+            "config": container,
+            "code_version": version,
+            "seed": seed,
+            "start": m.start,
+        }
+        new, k = candidate(m, state, best, weights, seed, g, out_dir, meta)
+        verdict = gate(m, variant, new, best, seed, g, gdir / "gate.json")
+        scores = panel(m, variant, new, seed, g)
+        new.metadata = {**new.metadata, "gate": verdict, "panel": scores}
+        path = nnue.save(new, gdir / "net.npz")
+        if verdict["promoted"]:
+            best, state["best"] = new, str(path.relative_to(out_dir))
+            nnue.save(new, out_dir / "best.npz")
+        record = {
+            "generation": g,
+            "positions": int(data["result"].size),
+            "searched": round(float(np.isfinite(data["value"]).mean()), 6),
+            "best_epoch": new.metadata["best_epoch"],
+            "validation_log_loss": round(float(new.metadata["validation_log_loss"]), 6),
+            "gate": verdict,
+            "panel": scores,
+            "current": state["best"],
+            "seconds": round(time.perf_counter() - start, 1),
+        }
+        state.update(generation=g, scale_k=k, history=[*state["history"], record])
+        write_json(state_path, state)
+        scalars = {
+            "selfplay/positions": record["positions"],
+            "selfplay/games_per_s": m.games / max(played, 1e-9),
+            "train/validation_log_loss": record["validation_log_loss"],
+            "train/best_epoch": record["best_epoch"],
+            "gate/promoted": float(verdict["promoted"]),
+            "gate/llr": verdict["llr"],
+            "gate/pairs": verdict["pairs"],
+            "gate/score": verdict["score"],
+            "run/generation_seconds": record["seconds"],
+        }
+        for spec, score in scores.items():
+            scalars[f"panel/score_vs_{tag(spec)}"] = score
+            scalars[f"panel/elo_vs_{tag(spec)}"] = float(np.clip(elo_of(score), -800, 800))
+        for key, value in scalars.items():
+            writer.add_scalar(key, value, g)
+        writer.flush()
+        bar.update(1)
+        bar.set_postfix(
+            gate=verdict["status"], score=f"{verdict['score']:.2f}", **{tag(s): v for s, v in scores.items()}
+        )
+        tqdm.write(
+            f"generation {g}: {record['positions']} positions, "
+            f"validation log-loss {record['validation_log_loss']:.4f}; "
+            f"gate {verdict['status']} ({verdict['pairs']} pairs, {100 * verdict['score']:.1f}%)"
+            + "".join(f"; vs {s} {100 * v:.1f}%" for s, v in scores.items())
+        )
+    bar.close()
+    writer.close()
+    return out_dir / "best.npz" if (out_dir / "best.npz").is_file() else None
+
+
+__all__ = ["STATE_FILE", "check", "load_net", "run"]
