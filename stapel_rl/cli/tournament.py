@@ -1,6 +1,6 @@
 """stapel-tournament: rate agents by playing them against each other.
 
-    stapel-tournament random greedy alphabeta:2 "mcts:checkpoints/*.pt:sims=32" --pairs 20 --out tournaments/I
+    stapel-tournament random greedy alphabeta:2 "mcts:runs/I/x/snapshots/*.pt:sims=32" --pairs 20 --out tournaments/x
     stapel-tournament mcts:new.pt:sims=64 random greedy --gauntlet --out tournaments/g   # one against a list
     stapel-tournament random greedy alphabeta:2 --ray --address auto --out tournaments/r   # pairings on a Ray cluster
 
@@ -27,7 +27,7 @@ from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.ratings import games_between, rate_games
-from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, run
+from stapel_rl.eval.tournament import TournamentConfig, checkpoint_step, expand_specs, foreign_games, run
 from stapel_rl.records import code_version, load_jsonl
 
 
@@ -166,15 +166,38 @@ def _config_dict(config: TournamentConfig) -> dict:
     }
 
 
+# What a resumed tournament must share with the one in its folder, by option name.
+_RESUME_OPTIONS = {
+    "variant": "--variant",
+    "openings": "--openings",
+    "opening_plies": "--opening-plies",
+    "seed": "--seed",
+}
+
+
 def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
     """Refuse to mix games of a different tournament into an existing folder."""
     saved = out / "tournament.json"
     mine = _config_dict(config)
     if saved.is_file():
         theirs = json.loads(saved.read_text())
-        keys = ("variant", "openings", "opening_plies", "seed")
-        if {k: theirs.get(k, "random" if k == "openings" else None) for k in keys} != {k: mine[k] for k in keys}:
-            raise ValueError(f"{out} holds a tournament with another variant, openings or seed: use another --out")
+        # Written before the opening suite existed (4491ae9): those tournaments played random openings.
+        theirs.setdefault("openings", "random")
+        random = "random" in (mine["openings"], theirs["openings"])  # the suite ignores --opening-plies
+        keys = [k for k in _RESUME_OPTIONS if k != "opening_plies" or random]
+        differ = [k for k in keys if theirs.get(k) != mine[k]]
+        if differ:
+            options = ", ".join(f"{_RESUME_OPTIONS[k]} {theirs.get(k)}, not {mine[k]}" for k in differ)
+            raise ValueError(
+                f"{out} holds another tournament ({options}): rerun with its options to resume it, or use another --out"
+            )
+        foreign = foreign_games(config, load_jsonl(out / "games.jsonl"))
+        if foreign:
+            raise ValueError(
+                f"{out} holds {len(foreign)} games of this tournament's pairings ({foreign[0]['white']} vs "
+                f"{foreign[0]['black']}, ...) from openings it does not play: they come from other --pairs or "
+                "players, or from a version of the code with other random openings; use another --out"
+            )
     out.mkdir(parents=True, exist_ok=True)
     saved.write_text(json.dumps(mine, indent=2))
 

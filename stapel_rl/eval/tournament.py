@@ -100,18 +100,38 @@ class Job:
     todo: "list[int]"
 
 
+def _pairing_openings(config: TournamentConfig, p_index: int) -> "list[str]":
+    """The openings of the pairing at ``p_index`` in ``config.pairings()``."""
+    return opening_fens(
+        config.variant, config.pairs, config.openings, config.opening_plies, seed=config.seed * 100003 + p_index
+    )
+
+
 def jobs(config: TournamentConfig, games: "list[dict]") -> "list[Job]":
     """Every pairing's games that ``games`` does not hold yet."""
     done = {(g["white"], g["black"], g["opening"]) for g in games}
     out = []
     for p_index, (i, j) in enumerate(config.pairings()):
         a, b = config.players[i], config.players[j]
-        fens = opening_fens(
-            config.variant, config.pairs, config.openings, config.opening_plies, seed=config.seed * 100003 + p_index
-        )
+        fens = _pairing_openings(config, p_index)
         todo = [k for k in range(2 * config.pairs) if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
         if todo:
             out.append(Job(p_index, a, b, fens, todo))
+    return out
+
+
+def foreign_games(config: TournamentConfig, games: "list[dict]") -> "list[dict]":
+    """The games in ``games`` between a pairing's two players that start from none of that pairing's openings.
+
+    They come from a tournament with other ``pairs``, openings or players, or
+    from code whose random openings differed: resuming would rate them
+    together with this tournament's games of the same pairing.
+    """
+    out = []
+    for p_index, (i, j) in enumerate(config.pairings()):
+        sides = {config.players[i], config.players[j]}
+        fens = set(_pairing_openings(config, p_index))
+        out += [g for g in games if {g["white"], g["black"]} == sides and g["opening"] not in fens]
     return out
 
 
