@@ -1,0 +1,178 @@
+"""stapel-train loop=minimax: two generations end to end, resuming after a kill, the starting points, bad files."""
+
+from __future__ import annotations
+
+import json
+import os
+import pathlib
+import signal
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+from hydra import compose, initialize_config_dir
+
+from stapel_rl.classical import nnue
+from stapel_rl.classical.board import occupancy
+from stapel_rl.classical.evaluation import NUM_FEATURES, mobility_blocked
+from stapel_rl.classical.movegen import generate, new_move_buffer, new_scratch
+from stapel_rl.classical.position import Position
+from stapel_rl.classical.searcher import Searcher
+from stapel_rl.env import initial_fen
+from stapel_rl.env.variants import get_variant
+from stapel_rl.train import minimax
+from stapel_rl.train.app import CONFIG_DIR
+
+TINY = ["loop=minimax", "minimax=tiny"]
+
+
+def config(*overrides: str):
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        return compose(config_name="config", overrides=[*TINY, *overrides])
+
+
+def cli(run_dir: pathlib.Path, *overrides: str) -> subprocess.Popen:
+    command = [sys.executable, "-m", "stapel_rl.cli.train", *TINY, f"hydra.run.dir={run_dir}", *overrides]
+    return subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def outcome(run_dir: pathlib.Path) -> "tuple[list, list]":
+    """What a run ends with, its timings left out: the history and every generation's network."""
+    state = json.loads((run_dir / minimax.STATE_FILE).read_text())
+    history = [{k: v for k, v in record.items() if k != "seconds"} for record in state["history"]]
+    nets = [nnue.load(p) for p in sorted(run_dir.glob("generations/gen_*/net.npz"))]
+    return history, [(net.arrays(), net.weights, net.metadata) for net in nets]
+
+
+def assert_same(a: "tuple[list, list]", b: "tuple[list, list]") -> None:
+    assert a[0] == b[0]
+    assert len(a[1]) == len(b[1])
+    for (arrays_a, weights_a, meta_a), (arrays_b, weights_b, meta_b) in zip(a[1], b[1], strict=True):
+        for x, y in zip(arrays_a, arrays_b, strict=True):
+            np.testing.assert_array_equal(x, y)
+        np.testing.assert_array_equal(weights_a, weights_b)
+        assert meta_a == meta_b
+
+
+@pytest.mark.slow
+def test_two_generations_through_the_cli(tmp_path):
+    process = cli(tmp_path / "run")
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 0, err[-2000:]
+    assert "evaluation: " in out
+    state = json.loads((tmp_path / "run" / minimax.STATE_FILE).read_text())
+    assert state["generation"] == 2 and [r["generation"] for r in state["history"]] == [1, 2]
+    assert state["variant"] == "I" and state["code_version"] and state["config"]["minimax"]["games"] == 6
+    for g in (1, 2):
+        gdir = tmp_path / "run" / "generations" / f"gen_{g:04d}"
+        assert sorted(p.name for p in gdir.iterdir()) == ["candidate.npz", "gate.json", "net.npz", "positions.npz"]
+        net = nnue.load(gdir / "net.npz")
+        meta = net.metadata
+        assert meta["generation"] == g and meta["variant"] == "I" and meta["code_version"] == state["code_version"]
+        assert meta["config"] == state["config"] and meta["gate"] == json.loads((gdir / "gate.json").read_text())
+        assert meta["gate"]["status"] in ("H0", "H1", "continue") and meta["gate"]["pairs"] >= 2
+        assert set(meta["panel"]) == {"classical:nodes=60", "alphabeta:1"}
+        assert net.width == 8 and (net.weights != 0).any()  # from the hand-written evaluation: its terms kept
+        assert state["history"][g - 1]["gate"] == meta["gate"]
+    assert list((tmp_path / "run" / "tb").glob("events.out.tfevents.*"))
+    assert "generation 2:" in out and "gen/s" in err  # a line per generation; progress with its rate
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> pathlib.Path:
+    run_dir = tmp_path_factory.mktemp("uninterrupted")
+    minimax.run(config(), run_dir)
+    return run_dir
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("marker", "done"),
+    [
+        ("gen_0001/candidate.npz", 0),  # generation 1 trained: killed while gating
+        ("gen_0002/positions.npz", 1),  # generation 2's games played: killed while training
+    ],
+)
+def test_a_generation_killed_partway_resumes_to_the_uninterrupted_result(tmp_path, uninterrupted, marker, done):
+    killed = tmp_path / "killed"
+    process = cli(killed)
+    deadline = time.monotonic() + 120
+    while not (killed / "generations" / marker).exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(process.pid, signal.SIGKILL)
+    process.communicate()
+    assert process.returncode == -signal.SIGKILL
+    assert json.loads((killed / minimax.STATE_FILE).read_text())["generation"] == done  # killed within a generation
+    best = minimax.run(config(), killed)
+    assert best == (killed / "best.npz" if (uninterrupted / "best.npz").exists() else None)
+    assert_same(outcome(killed), outcome(uninterrupted))
+
+
+def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch):
+    calls = []
+
+    def accept(a, b, variant, test, **kwargs):  # the gate's verdict, without its games
+        calls.append((a.net, b.net))
+        test.add_pair(1.0)
+        return "H1"
+
+    monkeypatch.setattr(minimax, "run_sprt", accept)
+    best = minimax.run(config("minimax.panel_pairs=0"), tmp_path)
+    state = json.loads((tmp_path / minimax.STATE_FILE).read_text())
+    assert best == tmp_path / "best.npz" and state["best"] == "generations/gen_0002/net.npz"
+    assert [r["gate"]["promoted"] for r in state["history"]] == [True, True]
+    first, second = (nnue.load(tmp_path / f"generations/gen_{g:04d}/net.npz") for g in (1, 2))
+    # Generation 1 is gated against the hand-written evaluation, generation 2 against generation 1.
+    assert calls[0][1] is None and np.array_equal(calls[1][1].emb, first.emb)
+    np.testing.assert_array_equal(nnue.load(best).emb, second.emb)
+    assert second.head[1] == first.head[1]  # one scale k for the whole run
+
+
+def test_from_zero_the_search_has_no_hand_written_terms(tmp_path):
+    minimax.run(config("minimax.start=zero", "minimax.generations=1", "minimax.panel_pairs=0"), tmp_path)
+    start = nnue.load(tmp_path / "generations/gen_0000/net.npz")
+    new = nnue.load(tmp_path / "generations/gen_0001/net.npz")
+    for net in (start, new):
+        np.testing.assert_array_equal(net.weights, np.zeros(NUM_FEATURES))
+        assert net.head[1] == pytest.approx(1 / 0.002)
+    assert not np.array_equal(start.emb, new.emb)
+    # The compiled search scores by the network alone: depth 1 is the best child's network value.
+    pos = Position.from_fen(initial_fen(get_variant("I")))
+    buffer, scratch = new_move_buffer(1)[0], new_scratch()
+    n, _ = generate(pos.h, pos.c, pos.side, -1, -1, buffer, scratch)
+    children = [pos.after(buffer[i].copy()) for i in range(n)]
+    values = [-nnue.forward(*_leaf(new, ch)) for ch in children]
+    assert Searcher("I", net=new).search(pos, depth=1).score == max(values)
+    positions = np.load(tmp_path / "generations/gen_0001/positions.npz")
+    assert positions["result"].size > 0 and np.isfinite(positions["value"]).any()
+    # A run whose current network was damaged after it was saved says so when it resumes.
+    current = tmp_path / json.loads((tmp_path / minimax.STATE_FILE).read_text())["best"]
+    current.write_bytes(current.read_bytes()[:300])
+    with pytest.raises(ValueError, match="cannot be read"):
+        minimax.run(config("minimax.start=zero", "minimax.generations=2"), tmp_path)
+
+
+def _leaf(net: nnue.Net, pos: Position) -> tuple:
+    """``nnue.forward``'s arguments for a board, from scratch."""
+    acc = np.zeros((2, net.width), np.int32)
+    nnue.refresh(pos.h, pos.c, acc, net.emb, net.bias)
+    mobility, blocked = mobility_blocked(*occupancy(pos.h, pos.c))
+    return (acc, pos.side, mobility, blocked, *net.arrays()[2:])
+
+
+def test_a_corrupt_or_other_variant_network_is_refused(tmp_path):
+    good = nnue.load(nnue.packaged_path("II"))
+    other = nnue.save(good, tmp_path / "other.npz")
+    with pytest.raises(ValueError, match=r"is for Variant II, this run is Variant I"):
+        minimax.run(config(f"minimax.start={other}"), tmp_path / "a")
+    corrupt = tmp_path / "corrupt.npz"
+    corrupt.write_bytes(other.read_bytes()[:200])
+    with pytest.raises(ValueError, match="cannot be read"):
+        minimax.run(config(f"minimax.start={corrupt}"), tmp_path / "b")
+    run_dir = tmp_path / "c"
+    with pytest.raises(ValueError, match="minimax.generations must be at least 1"):
+        minimax.run(config("minimax.generations=0"), run_dir)
+    with pytest.raises(ValueError, match="minimax.start must be one of"):
+        minimax.run(config("minimax.start=scratch"), run_dir)
