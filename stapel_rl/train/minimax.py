@@ -282,6 +282,8 @@ def run(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     config = cast(Config, OmegaConf.to_object(cfg))
     m, seed = config.minimax, config.seed
     check(m)
+    for spec in m.panel:  # a bad spec fails now, not after the first generation's games
+        make_agent(spec)
     variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
     torch.set_num_threads(m.threads)
     out_dir.mkdir(parents=True, exist_ok=True)

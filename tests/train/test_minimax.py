@@ -176,3 +176,6 @@ def test_a_corrupt_or_other_variant_network_is_refused(tmp_path):
         minimax.run(config("minimax.generations=0"), run_dir)
     with pytest.raises(ValueError, match="minimax.start must be one of"):
         minimax.run(config("minimax.start=scratch"), run_dir)
+    with pytest.raises(ValueError, match="unknown agent 'nobody'"):
+        minimax.run(config("minimax.panel=[nobody]"), run_dir)
+    assert not run_dir.exists()  # refused before anything was written
