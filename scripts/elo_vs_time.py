@@ -16,7 +16,9 @@ against time per family (a log time axis): the steeper line scales better.
 
 Games go to ``--out``'s games.jsonl as each pairing finishes, so a killed run
 resumes where it stopped (``--ray`` plays the pairings in parallel on every
-core), and the figure can be redrawn from a partial run.
+core), and the figure can be redrawn from a partial run. The committed
+results were made with ``--out tournaments/elo_vs_time_<variant> --plot
+docs/elo_vs_time_<variant>.png`` (docs/results.md).
 """
 
 from __future__ import annotations
@@ -101,13 +103,14 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--reach", type=int, default=1, help="players meet when their times are this many steps apart")
     parser.add_argument("--pairs", type=int, default=5, help="openings per pairing (each played with both colours)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", default=None, help="results folder (default tournaments/elo_vs_time_<variant>)")
-    parser.add_argument("--plot", default=None, help="figure (default docs/elo_vs_time_<variant>.png)")
+    # Not the committed results by default: resuming them would re-rate their games and redraw the tracked figure.
+    parser.add_argument("--out", default=None, help="results folder (default runs/elo_vs_time_<variant>)")
+    parser.add_argument("--plot", default=None, help="figure (default elo_vs_time.png in --out)")
     parser.add_argument("--ray", action="store_true", help="play the pairings as Ray tasks on every core")
     args = parser.parse_args(argv)
     families = args.families or default_families(args.variant)
-    out = pathlib.Path(args.out or f"tournaments/elo_vs_time_{args.variant}")
-    figure = pathlib.Path(args.plot or f"docs/elo_vs_time_{args.variant}.png")
+    out = pathlib.Path(args.out or f"runs/elo_vs_time_{args.variant}")
+    figure = pathlib.Path(args.plot) if args.plot else out / "elo_vs_time.png"
     try:
         if sorted(args.times) != args.times or len(set(args.times)) != len(args.times) or args.times[0] <= 0:
             raise ValueError(f"--times must be positive and increasing, got {args.times}")

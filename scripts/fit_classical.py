@@ -6,7 +6,8 @@ This script makes such a file from engine games, in rounds:
 
 1. Play ``--games`` games of the classical searcher against itself at a fixed
    node budget (``--nodes``) with the current weights (round 1: the
-   ``--start`` file, by default the packaged one). Each game opens with 2 to
+   ``--start`` file, by default the packaged one; ``--start initial``: the weights
+   the packaged fit started from). Each game opens with 2 to
    ``--opening-plies`` uniformly random full moves; afterwards every search
    gets a node budget drawn uniformly from ``[1 - jitter, 1 + jitter] * nodes``
    (which makes the engine pick among moves it rates about equally) and with
@@ -296,6 +297,24 @@ def evaluate_split(data: Games, holdout: int, weights: "dict[str, np.ndarray]", 
     return beta, fitted, figures
 
 
+def starting_weights(start: "str | None", variant: str) -> "tuple[np.ndarray, dict, str]":
+    """Round 1's weights, their metadata and their source, from ``--start``; ``ValueError`` says what is wrong.
+
+    ``initial`` names the weights the packaged fit started from: the packaged
+    file holds the fitted ones, so the documented runs start from these.
+    """
+    if start != "initial":
+        path = pathlib.Path(start) if start else weights_path(variant)
+        weights, metadata = read_weights(path)
+        return weights, metadata, str(path)
+    packaged = weights_path(variant)
+    named = read_weights(packaged)[1].get("initial_weights")
+    if not isinstance(named, dict) or sorted(named) != sorted(FEATURES):
+        raise ValueError(f"{packaged} has no initial_weights naming every feature")
+    weights = np.array([int(named[f]) for f in FEATURES], dtype=np.int64)
+    return weights, {"variant": variant, "status": "initial"}, f"{packaged} (metadata.initial_weights)"
+
+
 def main(argv: "list[str] | None" = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variant", default="I")
@@ -310,17 +329,16 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument(
         "--start",
-        type=pathlib.Path,
         default=None,
-        help="weights to play round 1 with (default: the variant's packaged file)",
+        help="weights to play round 1 with: a weights file, or 'initial', the weights the packaged fit started "
+        "from (its metadata's initial_weights); default: the variant's packaged file",
     )
     parser.add_argument("--out", type=pathlib.Path, required=True, help="the fitted weights JSON to write")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
     variant = get_variant(args.variant)
-    start_path = args.start or weights_path(variant.name)
     try:
-        weights, start_meta = read_weights(start_path)
+        weights, start_meta, start_path = starting_weights(args.start, variant.name)
     except ValueError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

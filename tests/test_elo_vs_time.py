@@ -1,6 +1,9 @@
 """scripts/elo_vs_time.py: who meets whom, bad input, and a small resumable run end to end."""
 
 import json
+import pathlib
+
+import pytest
 
 from scripts import load_script
 from stapel_rl.records import load_jsonl
@@ -51,3 +54,18 @@ def test_a_small_run_rates_every_player_and_resumes(tmp_path):
         assert all(0 < r["time_used"] <= 2 * r["time"] for r in rows)  # measured, never far past the budget
     assert script.main(argv) == 0  # a rerun plays nothing new
     assert len(load_jsonl(out / "games.jsonl")) == len(games)
+
+
+def test_by_default_a_run_leaves_the_committed_results_alone(tmp_path, monkeypatch):
+    script = load_script("elo_vs_time")
+    monkeypatch.chdir(tmp_path)
+    folders = []
+
+    def stop(config, out_dir, **kwargs):
+        folders.append(out_dir)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(script, "run", stop)
+    with pytest.raises(KeyboardInterrupt):
+        script.main(["--variant", "II", "--families", "classical", "--times", "0.1"])
+    assert folders == [pathlib.Path("runs/elo_vs_time_II")]
