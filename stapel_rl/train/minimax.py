@@ -166,8 +166,7 @@ def positions(
             desc=f"generation {g} games",
         )
         save_npz(path, data)
-    with np.load(path) as saved:
-        return {k: saved[k] for k in saved.files}
+    return positions_of(gdir.parent.parent, g)
 
 
 def candidate(
@@ -220,6 +219,7 @@ def candidate(
 
 
 def positions_of(out_dir: pathlib.Path, g: int) -> "dict[str, np.ndarray]":
+    """The positions generation ``g`` of the run in ``out_dir`` played."""
     with np.load(out_dir / "generations" / f"gen_{g:04d}" / "positions.npz") as saved:
         return {k: saved[k] for k in saved.files}
 
