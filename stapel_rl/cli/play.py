@@ -240,7 +240,8 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument(
         "--agent",
         default="greedy",
-        help="opponent spec: random, greedy, mcts:PATH:sims=N, policy:PATH, alphabeta:N (default greedy)",
+        help="opponent spec: random, greedy, alphabeta[:DEPTH], classical[:time=S][:eval=nnue|FILE], "
+        "mcts:PATH[:sims=N][:time=S], policy:PATH, sb3:PATH (default greedy; docs/evaluation.md has every option)",
     )
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument(

@@ -70,8 +70,9 @@ class TrainConfig(OptimConfig):
     image_every_minutes: float = 1.0  # minutes of the run between TensorBoard images of a self-play game halfway
     threads: int = 0  # torch threads of this process (0 = torch's default; 1 with selfplay_workers)
     selfplay_workers: int = 2  # 0: self-play in this process; N: N worker processes play while this one trains
-    inference_precision: str = "auto"  # self-play/evaluation network: fp32, bf16, fp16, auto (CPU: bf16 where
-    # native, else fp32; CUDA: bf16 or fp16)
+    inference_precision: str = "auto"  # self-play/evaluation network: fp32, bf16, fp16, onnx (fp32 as one ONNX
+    # Runtime graph, CPU) or auto (CPU: bf16 where native, else onnx with the extra "fast", else fp32; CUDA: bf16
+    # or fp16)
 
 
 @dataclasses.dataclass
