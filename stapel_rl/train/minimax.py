@@ -280,12 +280,22 @@ def run(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     """Run (or resume) the generation loop in ``out_dir``; returns the current evaluation's network file
     (``None`` while no network has been promoted over the hand-written evaluation)."""
     config = cast(Config, OmegaConf.to_object(cfg))
-    m, seed = config.minimax, config.seed
+    m = config.minimax
     check(m)
     for spec in m.panel:  # a bad spec fails now, not after the first generation's games
         make_agent(spec)
     variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
+    threads = torch.get_num_threads()  # the process's, given back when the loop ends (tests run in one)
     torch.set_num_threads(m.threads)
+    try:
+        return _generations(cfg, config, variant, out_dir)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _generations(cfg: DictConfig, config: Config, variant: Variant, out_dir: pathlib.Path) -> "pathlib.Path | None":
+    """The loop of ``run``, from where ``out_dir`` stands to ``minimax.generations`` generations."""
+    m, seed = config.minimax, config.seed
     out_dir.mkdir(parents=True, exist_ok=True)
     state_path = out_dir / STATE_FILE
     container = cast(dict, OmegaConf.to_container(cfg))

@@ -128,6 +128,8 @@ def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch
     assert calls[0][1] is None and np.array_equal(calls[1][1].emb, first.emb)
     np.testing.assert_array_equal(nnue.load(best).emb, second.emb)
     assert second.head[1] == first.head[1]  # one scale k for the whole run
+    sizes = [np.load(tmp_path / f"generations/gen_{g:04d}/positions.npz")["result"].size for g in (1, 2)]
+    assert (first.metadata["positions"], second.metadata["positions"]) == (sizes[0], sum(sizes))  # window 2
 
 
 def test_from_zero_the_search_has_no_hand_written_terms(tmp_path):
