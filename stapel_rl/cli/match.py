@@ -12,19 +12,25 @@ an opening cancels. Openings come from the variant's shipped suite
 same positions) or are made by ``--opening-plies`` random actions
 (``--openings random``).
 
-``--time SECONDS`` gives both sides that budget per move: agents that search
-by time (``mcts``, ``classical``) get ``:time=SECONDS`` unless their spec sets
-its own, and every agent is called with one game at a time, so the budget is
-each game's own. ``--jobs N`` plays the pairs in N processes; every side
-searches on one thread (a fair clock: equal hardware), with ``--jobs 1`` in
-this process too.
+A spec's ``time=`` is a budget for each decision of each game: where either
+side has one (``classical`` always does unless given ``depth=``/``nodes=``
+alone), every agent is called with one game at a time and each pair is a
+task of its own; a batch of games goes to the agents only where neither side
+has a clock (networks then see batches). ``--time SECONDS`` gives both sides
+that budget per move: agents that search by time (``mcts``, ``classical``)
+get ``:time=SECONDS`` unless their spec sets its own, and every agent,
+clock or not, is called with one game at a time. ``--jobs N`` plays the
+pairs in N processes; every side searches on one thread (a fair clock:
+equal hardware), with ``--jobs 1`` in this process too. An agent made for
+the other variant (``mcts:variant_I`` in a Variant II match) is refused
+before any game.
 
 Per opponent it prints wins/draws/losses, the score and the Elo difference
 with pentanomial 95% intervals (from the spread of the pair scores), the
 pentanomial counts (pairs scoring 0, 0.5, 1, 1.5, 2) and the average time
-each side used per move. ``--record PATH`` keeps every finished pair in a
-JSON-lines file (``stapel_rl.records``); the same command again resumes a
-killed match from it.
+each side used per move. ``--record PATH`` appends every pair to a
+JSON-lines file (``stapel_rl.records``) as its second game ends, batched or
+not, in a job or here; the same command again resumes a killed match from it.
 """
 
 from __future__ import annotations
@@ -34,6 +40,7 @@ import concurrent.futures
 import functools
 import multiprocessing
 import os
+import queue
 import sys
 import threading
 import time
@@ -45,12 +52,14 @@ from tqdm import tqdm
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
-from stapel_rl.eval.agents import Agent, make_agent
+from stapel_rl.eval.agents import Agent, check_variant, clock, make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match, timed_spec
 from stapel_rl.eval.openings import opening_fens
 from stapel_rl.records import append_jsonl, code_version, start_jsonl
 
 _AGENTS: "dict[str, Agent]" = {}
+#: In a job (``_job_process``): where each pair goes as it finishes, to be recorded by the match process.
+_FINISHED: "multiprocessing.Queue | None" = None
 
 
 def _agent(spec: str) -> Agent:
@@ -60,10 +69,42 @@ def _agent(spec: str) -> Agent:
     return _AGENTS[spec]
 
 
-def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_at_a_time: bool) -> MatchResult:
-    """Agent specs ``a`` against ``b``, each of ``fens`` played twice with colours swapped (game k and k + n pair)."""
+#: A finished task: the indices of the openings it played (each twice) and its result.
+Played = tuple[np.ndarray, MatchResult]
+
+
+def play_pairs(
+    a: str,
+    b: str,
+    variant: str,
+    fens: "list[str]",
+    pairs: "list[int]",
+    seed: int,
+    one_at_a_time: bool,
+    on_pair: "Callable[[Played], None] | None" = None,
+) -> "list[Played]":
+    """Agent specs ``a`` against ``b``, each of ``fens`` (the match's openings ``pairs``) played twice with
+    colours swapped; returns every pair, its White game's result first.
+
+    ``on_pair`` (in a job: ``_FINISHED``) sees each pair as its second game ends, before the others finish.
+    """
+    report = on_pair if on_pair is not None else _FINISHED.put if _FINISHED is not None else None
     start, colour = paired_start(get_variant(variant), fens)
-    return play_match(
+    halves: "dict[int, MatchResult]" = {}
+    played: "list[Played]" = []
+
+    def ended(game: int, result: MatchResult) -> None:
+        k = game % len(fens)  # game k and game k + n start from fens[k]
+        if k not in halves:
+            halves[k] = result
+            return
+        white, black = (result, halves.pop(k)) if game < len(fens) else (halves.pop(k), result)
+        pair = (np.array([pairs[k]], dtype=np.int64), _merge([white, black]))
+        played.append(pair)
+        if report is not None:
+            report(pair)
+
+    play_match(
         _agent(a),
         _agent(b),
         variant,
@@ -72,7 +113,9 @@ def play_pairs(a: str, b: str, variant: str, fens: "list[str]", seed: int, one_a
         start=start,
         agent_colour=colour,
         one_at_a_time=one_at_a_time,
+        on_game_result=ended,
     )
+    return played
 
 
 def _one_core() -> None:
@@ -88,13 +131,19 @@ def _one_core() -> None:
         sys.modules["torch"].set_num_threads(1)
 
 
-def _job_process(parent: int) -> None:
-    """A job's set-up: one core (``_one_core``), and an exit once the match process is gone.
+def _job_process(parent: int, finished: "multiprocessing.Queue | None" = None) -> None:
+    """A job's set-up: one core (``_one_core``), the queue ``finished`` pairs go to (``_FINISHED``), and an
+    exit once the match process is gone.
 
     A match killed from outside (Ctrl-C, ``kill``) would otherwise leave its jobs
     playing on, taking the cores from whatever runs next.
     """
+    global _FINISHED
     _one_core()
+    if finished is not None:
+        # A task's return value holds its pairs too: what the queue has not passed on at exit is not lost.
+        finished.cancel_join_thread()
+        _FINISHED = finished
 
     def watch() -> None:
         while os.getppid() == parent:
@@ -114,10 +163,6 @@ def _merge(results: "list[MatchResult]") -> MatchResult:
     )
 
 
-#: A finished task: the indices of the openings it played (each twice) and its result.
-Played = tuple[np.ndarray, MatchResult]
-
-
 def play_in_parallel(
     a: str,
     b: str,
@@ -132,11 +177,12 @@ def play_in_parallel(
 ) -> "tuple[MatchResult, np.ndarray]":
     """``play_pairs`` over ``jobs`` processes; returns the merged result and each game's pair index.
 
-    With one game at a time (``--time``) each pair is its own task, so a bar can show the running
-    score, the rate and the time left; batched matches split the pairs into one chunk per job.
-    ``done`` holds pairs already played (a resumed match): they are merged in, not played again.
-    ``on_played`` sees each task as it finishes. A task's seed is ``seed`` plus its first pair's
-    index, so a resumed match plays each pair as an uninterrupted one would.
+    With one game at a time (a clock on either side, or ``--time``) each pair is its own task;
+    batched matches split the pairs into one chunk per job. ``done`` holds pairs already played (a
+    resumed match): they are merged in, not played again. ``on_played`` sees each pair as its second
+    game ends, in a chunk too (a job sends it over a queue), and a bar shows the running score, the
+    rate and the time left. A task's seed is ``seed`` plus its first pair's index, so with one pair
+    a task a resumed match plays each pair as an uninterrupted one would.
     """
     finished: "list[Played]" = list(done or [])
     have = {int(i) for pairs, _ in finished for i in pairs}
@@ -151,32 +197,50 @@ def play_in_parallel(
         initial=len(have),
         unit="pair",
         desc=f"{a} vs {b}",
-        disable=not progress or len(chunks) <= 1,
+        disable=not progress or todo.size <= 1,
         dynamic_ncols=True,
     )
 
-    def advance(pairs: np.ndarray, result: MatchResult) -> None:
-        finished.append((pairs, result))
+    def advance(played: Played) -> None:
+        pairs, result = played
+        if int(pairs[0]) in have:  # sent by its job, then returned with its task
+            return
+        have.update(int(i) for i in pairs)
+        finished.append(played)
         if on_played is not None:
             on_played(pairs, result)
         score = np.concatenate([r.scores for _, r in finished])
         bar.set_postfix(score=f"{100 * score.mean():.1f}%", games=score.size, refresh=False)
         bar.update(pairs.size)
 
-    def task(c: np.ndarray) -> tuple:
-        return (a, b, variant, [fens[i] for i in c], seed + int(c[0]), one_at_a_time)
+    def task(c: np.ndarray) -> "tuple[str, str, str, list[str], list[int], int, bool]":
+        return (a, b, variant, [fens[i] for i in c], c.tolist(), seed + int(c[0]), one_at_a_time)
 
     if jobs == 1 or len(chunks) <= 1:
         for c in chunks:
-            advance(c, play_pairs(*task(c)))
+            play_pairs(*task(c), on_pair=advance)
     else:
         context = multiprocessing.get_context("spawn")  # a fresh interpreter per job: no forked thread state
+        sent: "multiprocessing.Queue[Played]" = context.Queue()
+
+        def receive() -> None:
+            while True:
+                try:
+                    advance(sent.get_nowait())
+                except queue.Empty:
+                    return
+
         with concurrent.futures.ProcessPoolExecutor(
-            jobs, mp_context=context, initializer=_job_process, initargs=(os.getpid(),)
+            jobs, mp_context=context, initializer=_job_process, initargs=(os.getpid(), sent)
         ) as pool:
-            futures = {pool.submit(play_pairs, *task(c)): c for c in chunks}
-            for future in concurrent.futures.as_completed(futures):
-                advance(futures[future], future.result())
+            pending = {pool.submit(play_pairs, *task(c)) for c in chunks}
+            while pending:
+                ended, pending = concurrent.futures.wait(pending, 0.5, concurrent.futures.FIRST_COMPLETED)
+                receive()
+                for future in ended:
+                    for played in future.result():
+                        advance(played)
+        sent.close()
     bar.close()
     finished.sort(key=lambda played: int(played[0][0]))
     pair = np.concatenate([np.tile(c, 2) for c, _ in finished])
@@ -245,7 +309,7 @@ def main(argv: "list[str] | None" = None) -> int:
         variant = get_variant(args.variant)
         specs = [timed_spec(s, args.time) for s in (args.agent, *args.opponents)]
         for spec in specs:
-            make_agent(spec)  # a bad spec fails here, before any game
+            check_variant(_agent(spec), variant)  # a bad spec, or one of the other variant, fails before any game
         if args.record is not None:
             records = start_jsonl(args.record)
     except (ValueError, OSError) as error:
@@ -253,7 +317,7 @@ def main(argv: "list[str] | None" = None) -> int:
         return 2
     pairs = max(1, (args.games + 1) // 2)
     version = code_version() if args.record is not None else ""
-    clock = f", {args.time:g} s a move" if args.time is not None else ""
+    equal_time = f", {args.time:g} s a move" if args.time is not None else ""
     for index, opponent in enumerate(specs[1:]):
         start = time.perf_counter()
         fens = opening_fens(variant, pairs, args.openings, args.opening_plies, seed=args.seed * 7919 + index)
@@ -270,13 +334,14 @@ def main(argv: "list[str] | None" = None) -> int:
             on_played = functools.partial(
                 record_pairs, args.record, specs[0], opponent, variant.name, fens, args.seed, version
             )
+        clocked = any(clock(_agent(spec)) is not None for spec in (specs[0], opponent))
         result, pair = play_in_parallel(
             specs[0],
             opponent,
             variant.name,
             fens,
             args.seed,
-            args.time is not None,
+            args.time is not None or clocked,
             args.jobs,
             progress=True,
             done=done,
@@ -286,7 +351,7 @@ def main(argv: "list[str] | None" = None) -> int:
         print(
             f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.summary(pair)}; "
             f"time per move {mine:.3f} s / {theirs:.3f} s; "
-            f"{args.openings} openings{clock}; {time.perf_counter() - start:.0f} s",
+            f"{args.openings} openings{equal_time}; {time.perf_counter() - start:.0f} s",
             flush=True,
         )
     return 0

@@ -14,7 +14,8 @@ games). Agents are named by short specs on the command line:
                                 per move when no limit is given; the first limit hit stops it
     mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]
                                 checkpoint + search, temperature 0; with time=, each
-                                decision searches that long (sims= then limits it)
+                                decision of each game searches that long (sims= then
+                                limits it)
     policy:PATH                 the checkpoint's raw policy, no search
     sb3:PATH[:deterministic=true|false]
                                 a saved sb3-contrib MaskablePPO policy (the extra "sb3")
@@ -22,6 +23,13 @@ games). Agents are named by short specs on the command line:
 PATH may be ``variant_I`` or ``variant_II``, the trained agents shipped in the
 package (``stapel_rl.pretrained``); a file of that name in the working
 directory is an explicit path and wins.
+
+``time=`` is one budget for every decision of every game, whoever calls the
+agent: an agent with a clock says so by its ``seconds_per_decision``
+(``clock``), and the matches call it with one game at a time
+(``stapel_rl.eval.arena.play_match``). An agent made for one variant (a
+network's, a weights file's) says which by its ``variant``; ``check_variant``
+refuses it a game of the other.
 """
 
 from __future__ import annotations
@@ -36,12 +44,30 @@ import numpy as np
 from stapel_rl.env import expand_full_moves
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import State, take
+from stapel_rl.env.variants import Variant, get_variant
 
 
 class Agent(Protocol):
     name: str
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray: ...
+
+
+def clock(agent: Agent) -> "float | None":
+    """The seconds ``agent`` searches each decision of each game (its ``time=``), None for an agent without a clock."""
+    return getattr(agent, "seconds_per_decision", None)
+
+
+def check_variant(agent: Agent, variant: "Variant | str") -> None:
+    """Raise ``ValueError`` if ``agent`` was made for another variant than ``variant`` (a network trained on the
+    other game, weights fitted for it); agents that play either (``variant`` absent or None) pass."""
+    made_for = getattr(agent, "variant", None)
+    playing = get_variant(variant).name
+    if made_for is not None and made_for != playing:
+        raise ValueError(
+            f"agent {agent.name!r} is made for Variant {made_for} and cannot play Variant {playing}: "
+            f"use an agent of Variant {playing}, or play Variant {made_for}"
+        )
 
 
 @dataclasses.dataclass

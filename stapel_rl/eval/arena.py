@@ -1,4 +1,10 @@
-"""Play batches of games between two agents, colours alternated."""
+"""Play batches of games between two agents, colours alternated.
+
+A batch of games goes to the agents in one call only where neither has a
+clock (``stapel_rl.eval.agents.clock``): with a ``time=`` on either side
+every call is for one game, so that the budget is each game's and
+decision's own and the time each side used is measured game by game.
+"""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import numpy as np
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, concatenate, take
 from stapel_rl.env.variants import Variant, get_variant
-from stapel_rl.eval.agents import Agent
+from stapel_rl.eval.agents import Agent, clock
 from stapel_rl.eval.openings import random_opening_states
 from stapel_rl.eval.pentanomial import Pentanomial
 
@@ -113,6 +119,7 @@ def play_match(
     on_game_end: "Callable[[int, float, int, list[int], tuple[float, float]], None] | None" = None,
     agent_colour: "np.ndarray | None" = None,
     one_at_a_time: bool = False,
+    on_game_result: "Callable[[int, MatchResult], None] | None" = None,
 ) -> MatchResult:
     """Play ``num_games`` games at once; ``agent`` is White in even games, Black in odd ones.
 
@@ -121,9 +128,11 @@ def play_match(
     alternation. ``on_game_end(game, agent_score, plies, actions, seconds)`` is
     called as each game ends, with the board actions played from its start and
     the mean seconds per full move ``agent`` and ``opponent`` took in it (a
-    call for several games is shared out evenly among them).
-    ``one_at_a_time`` calls the agents with one game at a time, so that a
-    time budget per move is each game's own (matches at equal time).
+    call for several games is shared out evenly among them);
+    ``on_game_result(game, result)`` then gets that game's ``MatchResult``
+    alone. The agents are called with one game at a time where either has a
+    clock (a time budget per decision: it is each game's own), and with
+    ``one_at_a_time`` also where neither has (a match at equal time).
     """
     variant = get_variant(variant)
     state = start if start is not None else engine.init(variant, num_games)
@@ -131,6 +140,7 @@ def play_match(
     white_result = np.zeros(state.batch_size)  # +1 White won, -1 Black won, 0 draw / truncated
     played: "list[list[int]]" = [[] for _ in range(state.batch_size)]
     seconds, moves = np.zeros((state.batch_size, 2)), np.zeros((state.batch_size, 2), np.int64)  # per game and side
+    one_at_a_time = one_at_a_time or clock(agent) is not None or clock(opponent) is not None
     while not state.done.all():
         actions = np.zeros(state.batch_size, np.int64)
         for side, (player, who) in enumerate(((agent, colour), (opponent, 1 - colour))):
@@ -147,11 +157,20 @@ def play_match(
         state = engine.step(state, actions)
         ended = state.done & ~was_done
         white_result[ended] = state.rewards[ended, 0]
-        if on_game_end is not None:
-            for g in np.flatnonzero(ended):
-                score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
+        for g in np.flatnonzero(ended):
+            score = (white_result[g] if colour[g] == 0 else -white_result[g]) / 2 + 0.5
+            if on_game_end is not None:
                 mine, theirs = seconds[g] / np.maximum(moves[g], 1)
                 on_game_end(int(g), float(score), int(state.ply[g]), played[g], (float(mine), float(theirs)))
+            if on_game_result is not None:
+                alone = MatchResult(
+                    scores=np.array([score]),
+                    agent_colour=colour[g : g + 1].copy(),
+                    plies=state.ply[g : g + 1].copy(),
+                    seconds=seconds[g].copy(),
+                    moves=moves[g].copy(),
+                )
+                on_game_result(int(g), alone)
     agent_result = np.where(colour == 0, white_result, -white_result)
     return MatchResult(
         scores=(agent_result + 1) / 2,

@@ -56,7 +56,8 @@ class ClassicalAgent:
 
     Attributes:
         time_per_move: seconds per decision and game (``None``: no time limit);
-            a match harness may set it.
+            a match harness may set it. It is the agent's clock
+            (``seconds_per_decision``, ``stapel_rl.eval.agents.clock``).
         depth: deepest iteration (plies of full moves), ``None`` for no limit.
         nodes: positions visited per search, ``None`` for no limit (makes play deterministic).
         tt_bits: the transposition table holds ``2 ** tt_bits`` entries per variant.
@@ -66,6 +67,7 @@ class ClassicalAgent:
         packaged_net: each variant's packaged network (``eval=nnue``).
         weights_variant: the variant ``weights`` or ``net`` were fitted for (from the
             file's metadata), ``None`` if unknown; playing another variant raises.
+            It is the agent's ``variant`` (``stapel_rl.eval.agents.check_variant``).
         last: the last search's result (``SearchResult``) or ``None`` (diagnostics).
     """
 
@@ -84,6 +86,14 @@ class ClassicalAgent:
         self._searchers: "dict[Variant, Searcher]" = {}
         self._plans: "dict[tuple, int]" = {}
         load_compiled()  # here, off every move's clock and out of the time a match counts per move
+
+    @property
+    def seconds_per_decision(self) -> "float | None":
+        return self.time_per_move
+
+    @property
+    def variant(self) -> "str | None":
+        return self.weights_variant
 
     def searcher(self, variant: Variant) -> Searcher:
         if variant not in self._searchers:

@@ -5,6 +5,8 @@ Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip
 ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the agents shipped with the
 package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
 ``policy_from_spec_args``. The search constants default to those the network was trained with.
+An agent plays the variant its checkpoint was trained on; a game of the other raises ``ValueError``
+(``stapel_rl.eval.agents.check_variant``).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ import numpy as np
 
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
+from stapel_rl.eval.agents import check_variant
 from stapel_rl.mcts import SearchConfig, SearchOutput, Tree, search
 from stapel_rl.mcts.qtransforms import masked_softmax
 from stapel_rl.mcts.reuse import TreeCache
@@ -40,14 +43,17 @@ _Number = TypeVar("_Number", int, float)
 class MCTSAgent:
     """Plays the search's choice with no noise: the most visited (PUCT) or Gumbel's pick.
 
-    With ``seconds`` set, every call searches until that much time has passed
-    (at least one simulation, at most ``config.num_simulations``), in chunks
+    With ``seconds`` set, every decision of every game is searched until that
+    much time has passed (at least one simulation, at most
+    ``config.num_simulations``): the games of a call with several are searched
+    one after another, each on its own clock, so ``seconds`` means the same
+    whoever calls the agent (``seconds_per_decision``). A search runs in chunks
     on one growing tree: the first chunk measures the simulation rate, the
     next ones fill the time left, and no simulation starts after the deadline.
     PUCT's choice is then that of one long search; Gumbel's comes from the
     last chunk's sequential halving, which starts from the earlier chunks'
-    visits as after subtree reuse. ``simulations`` holds the per-game count
-    of the last call (new simulations, not those of a reused subtree).
+    visits as after subtree reuse. ``simulations`` holds the largest per-game
+    count of the last call (new simulations, not those of a reused subtree).
 
     With ``reuse`` the agent keeps the subtree of each move it played
     (``TreeCache``) and continues from it where a later call's position is
@@ -59,6 +65,9 @@ class MCTSAgent:
     its first kernels); an agent by time pays them in a short search
     (``warm_up``) before its first move's clock starts, or that move would
     search a tenth as much as the next.
+
+    ``variant`` is the variant the network was trained on (None: not known);
+    a call with a game of the other raises ``ValueError``.
     """
 
     evaluator: Evaluator
@@ -69,6 +78,12 @@ class MCTSAgent:
     reuse: bool = False
     cache: TreeCache = dataclasses.field(default_factory=TreeCache, repr=False)
     warm: bool = dataclasses.field(default=False, repr=False)
+    variant: "str | None" = None
+
+    @property
+    def seconds_per_decision(self) -> "float | None":
+        """The agent's clock (``stapel_rl.eval.agents.clock``): ``seconds``."""
+        return self.seconds
 
     def warm_up(self, state: State) -> None:
         """Search the first game of ``state`` briefly (``FIRST_CHUNK`` simulations), once."""
@@ -80,6 +95,8 @@ class MCTSAgent:
             self.warm = True
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
+        if self.variant is not None:
+            check_variant(self, state.variant)
         config = dataclasses.replace(self.config, dirichlet_fraction=0.0, temperature=0.0)
         # A game with one legal action (a forced leap) gets it without a search: the search could choose nothing else.
         legal = state.legal_action_mask
@@ -89,20 +106,30 @@ class MCTSAgent:
             self.simulations = 0
             return actions
         some = take(state, choice) if choice.size < state.batch_size else state
-        room = config.num_simulations + 1 if self.seconds is None else 1  # a search by time grows its tree
-        tree = self.cache.take(some, room)[0] if self.reuse else None
-        start = np.maximum(tree.node_visits[:, 0], 1) if tree is not None else np.ones(some.batch_size, np.int32)
         if self.seconds is None:
-            out = search(some, self.evaluator, config, rng, tree=tree)
+            chosen, self.simulations = self._choose(some, config, rng)
         else:
             self.warm_up(some)
-            out = self._search_for(self.seconds, some, config, rng, tree, start)
-        # The root's first visit is its evaluation.
-        self.simulations = int((out.tree.node_visits[:, 0] - start).max())
+            # A budget per decision of each game: one deadline for a batch would share it among the games.
+            each = [self._choose(take(some, slice(g, g + 1)), config, rng) for g in range(some.batch_size)]
+            chosen = np.concatenate([a for a, _ in each])
+            self.simulations = max(n for _, n in each)
+        actions[choice] = chosen
+        return actions
+
+    def _choose(self, state: State, config: SearchConfig, rng: np.random.Generator) -> "tuple[np.ndarray, int]":
+        """The search's actions for the games of ``state`` and the most simulations any of them got."""
+        room = config.num_simulations + 1 if self.seconds is None else 1  # a search by time grows its tree
+        tree = self.cache.take(state, room)[0] if self.reuse else None
+        start = np.maximum(tree.node_visits[:, 0], 1) if tree is not None else np.ones(state.batch_size, np.int32)
+        if self.seconds is None:
+            out = search(state, self.evaluator, config, rng, tree=tree)
+        else:
+            out = self._search_for(self.seconds, state, config, rng, tree, start)
         if self.reuse:
             self.cache.store(out.tree, out.action)
-        actions[choice] = out.action
-        return actions
+        # The root's first visit is its evaluation.
+        return out.action, int((out.tree.node_visits[:, 0] - start).max())
 
     def _search_for(
         self,
@@ -140,12 +167,15 @@ class MCTSAgent:
 
 @dataclasses.dataclass
 class PolicyAgent:
-    """Plays the legal action the network's policy likes best, without search."""
+    """Plays the legal action the network's policy likes best, without search; ``variant`` as ``MCTSAgent``'s."""
 
     evaluator: Evaluator
     name: str = "policy"
+    variant: "str | None" = None
 
     def __call__(self, state: State, rng: np.random.Generator) -> np.ndarray:
+        if self.variant is not None:
+            check_variant(self, state.variant)
         prior = masked_softmax(self.evaluator(state).logits, state.legal_action_mask)
         return prior.argmax(axis=1)
 
@@ -236,9 +266,10 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     except ValueError as problem:
         named = [option for option, (field, _) in CONSTANTS.items() if option != field and field in str(problem)]
         raise ValueError(f"mcts agent spec: {problem}" + "".join(f" (option {o}=)" for o in named)) from None
-    agent = MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on")
+    variant = checkpoint.get("variant")
+    agent = MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on", variant=variant)
     # Warmed when made, not on the first move, so that a match's time per move leaves the set-up out.
-    agent.warm_up(engine.init(checkpoint.get("variant") or "I", 1))
+    agent.warm_up(engine.init(variant or "I", 1))
     return agent
 
 
@@ -246,4 +277,5 @@ def policy_from_spec_args(args: "list[str]") -> PolicyAgent:
     path, options = _options(args, "policy")
     if options:
         raise ValueError(f"policy agents take no options, got {sorted(options)}")
-    return PolicyAgent(load_evaluator(path)[0])
+    evaluator, checkpoint = load_evaluator(path)
+    return PolicyAgent(evaluator, variant=checkpoint.get("variant"))

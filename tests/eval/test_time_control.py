@@ -95,12 +95,31 @@ def test_timed_agent_searches_until_the_time_is_spent(clock, algorithm, seconds)
         seconds=seconds,
         warm=True,
     )
-    state = init("I", 2)
+    state = init("I", 1)
     action = agent(state, np.random.default_rng(0))
-    assert state.legal_action_mask[[0, 1], action].all()
+    assert state.legal_action_mask[0, action[0]]
     assert agent.simulations == clock.calls - 1  # every call but the root's was a simulation
     # It stops less than about one simulation before the deadline, and never starts one after it.
     assert seconds - 2 * STEP < clock.now <= seconds + STEP
+
+
+@pytest.mark.parametrize("algorithm", ["puct", "gumbel"])
+def test_timed_agent_gives_each_game_of_a_call_its_own_time(clock, algorithm):
+    """time= is per decision of each game: three games in one call are three searches, one after another."""
+    seconds, games = 0.5, 3
+    agent = MCTSAgent(
+        ClockedEvaluator(clock),
+        SearchConfig(num_simulations=UNLIMITED, algorithm=algorithm),
+        seconds=seconds,
+        warm=True,
+    )
+    assert agent.seconds_per_decision == seconds
+    state = init("I", games)
+    action = agent(state, np.random.default_rng(0))
+    assert state.legal_action_mask[np.arange(games), action].all()
+    # The fake clock makes the games alike: each its root and its simulations, in its own half second.
+    assert clock.calls == games * (agent.simulations + 1)
+    assert games * (seconds - 2 * STEP) < clock.now <= games * (seconds + STEP)
 
 
 def test_timed_agent_keeps_to_its_simulation_limit_and_always_searches_once(clock):
