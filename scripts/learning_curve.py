@@ -13,7 +13,9 @@ rating resumes and a rerun with more snapshots plays only the new games).
 One Bradley-Terry fit over all games puts every snapshot on one scale with
 ``alphabeta:2`` at 0, with 95% bootstrap intervals over game pairs; the plot
 shows Elo against the run's wall-clock hours, all runs on one figure, the
-ladder as horizontal lines (docs/learning_curve_<variant>.png by default).
+ladder as horizontal lines (``learning_curve.png`` in ``--out`` by default). The committed
+curves were made with ``--out tournaments/learning_curve_<name> --plot docs/learning_curve_<name>.png``
+(docs/results.md).
 """
 
 from __future__ import annotations
@@ -115,7 +117,7 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
 
 def replot(results: "list[pathlib.Path]", figure: "pathlib.Path | None") -> int:
     """Draw the curves of saved ``learning_curve.json`` files on one figure, the first one's ladder
-    (``figure`` by default docs/learning_curve_<their variant>.png)."""
+    (``figure`` by default learning_curve.png beside the first of them)."""
     try:
         saved = [json.loads(path.read_text()) for path in results]
         variants = {s["variant"] for s in saved}
@@ -128,7 +130,7 @@ def replot(results: "list[pathlib.Path]", figure: "pathlib.Path | None") -> int:
         print("error: --replot: the results are of different variants", file=sys.stderr)
         return 2
     variant = variants.pop()
-    figure = figure or pathlib.Path(f"docs/learning_curve_{variant}.png")
+    figure = figure or results[0].parent / "learning_curve.png"
     plot(curves, ladder, variant, figure)
     print(f"plot: {figure}")
     return 0
@@ -147,8 +149,9 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--every", type=int, default=1, help="rate every n-th snapshot of each run")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--labels", nargs="+", default=None, help="legend names of the runs (default: folder names)")
-    parser.add_argument("--out", default=None, help="results folder (default tournaments/learning_curve_<variant>)")
-    parser.add_argument("--plot", default=None, help="figure (default docs/learning_curve_<variant>.png)")
+    # Not the committed results by default: resuming them would re-rate their games and redraw the tracked figure.
+    parser.add_argument("--out", default=None, help="results folder (default runs/learning_curve_<variant>)")
+    parser.add_argument("--plot", default=None, help="figure (default learning_curve.png in --out)")
     parser.add_argument(
         "--replot",
         action="store_true",
@@ -160,10 +163,10 @@ def main(argv: "list[str] | None" = None) -> int:
         help="play the pairings as Ray tasks (a local Ray uses every core; pip install -e '.[ray]')",
     )
     args = parser.parse_args(argv)
-    out = pathlib.Path(args.out or f"tournaments/learning_curve_{args.variant}")
+    out = pathlib.Path(args.out or f"runs/learning_curve_{args.variant}")
     if args.replot:
         return replot([pathlib.Path(r) for r in args.runs], pathlib.Path(args.plot) if args.plot else None)
-    figure = pathlib.Path(args.plot or f"docs/learning_curve_{args.variant}.png")
+    figure = pathlib.Path(args.plot) if args.plot else out / "learning_curve.png"
     try:
         if args.anchor not in args.ladder:
             raise ValueError(f"the anchor {args.anchor!r} must be on the ladder {args.ladder}")

@@ -116,3 +116,25 @@ def test_replot_draws_saved_results_without_playing(tmp_path, capsys):
     assert "different variants" in capsys.readouterr().err
     assert script.main([str(tmp_path / "missing.json"), "--replot"]) == 2
     assert "needs learning_curve.json files" in capsys.readouterr().err
+
+
+def test_by_default_a_rating_and_a_replot_leave_the_committed_results_alone(tmp_path, monkeypatch):
+    script = load_script("learning_curve")
+    run = fake_run(tmp_path / "a", [5])
+    monkeypatch.chdir(tmp_path)
+    folders = []
+
+    def stop(config, out_dir, **kwargs):
+        folders.append(out_dir)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(script, "run", stop)
+    with pytest.raises(KeyboardInterrupt):
+        script.main([str(run), "--variant", "I", "--ladder", "random", "greedy", "--anchor", "greedy"])
+    assert folders == [pathlib.Path("runs/learning_curve_I")]
+    row = {"elo": 1.0, "ci_low": 0.0, "ci_high": 2.0, "hours": 0.5}
+    saved = tmp_path / "saved" / "learning_curve.json"
+    saved.parent.mkdir()
+    saved.write_text(json.dumps({"variant": "I", "ladder": [{"player": "greedy", "elo": 0.0}], "curves": {"r": [row]}}))
+    assert script.main([str(saved), "--replot"]) == 0
+    assert (saved.parent / "learning_curve.png").is_file() and not (tmp_path / "docs").exists()
