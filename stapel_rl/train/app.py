@@ -93,16 +93,23 @@ def selfplay_device(train_device: torch.device) -> torch.device:
 def gate(
     config: Config, net: PolicyValueNet, best: NetworkEvaluator, variant: Variant, rng: np.random.Generator
 ) -> "dict[str, float]":
-    """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds."""
+    """SPRT of the trained network against self-play's; the self-play network is replaced if H1 holds.
+
+    Both search ``gate_simulations`` per move, or with ``gate_time`` that many seconds per move of each
+    game (no simulation limit; ``run_sprt`` then calls them with one game at a time)."""
+    from stapel_rl.eval import network_agents
+
     t = config.train
     candidate = PolicyValueNet(net.config)
     candidate.load_state_dict(net.state_dict())
-    search_config = dataclasses.replace(config.mcts, num_simulations=t.gate_simulations)
+    seconds = t.gate_time or None
+    simulations = t.gate_simulations if seconds is None else network_agents.UNLIMITED
+    search_config = dataclasses.replace(config.mcts, num_simulations=simulations)
     test = SPRT(0.0, t.gate_elo1)
     candidate_evaluator = NetworkEvaluator(candidate, device=best.device, precision=best.precision)
     status = run_sprt(
-        MCTSAgent(candidate_evaluator, search_config),
-        MCTSAgent(best, search_config),
+        MCTSAgent(candidate_evaluator, search_config, seconds=seconds),
+        MCTSAgent(best, search_config, seconds=seconds),
         variant,
         test,
         batch_pairs=16,
@@ -194,7 +201,12 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
         )
         # A resumed run trains with the command line's config; say where it departs from the checkpoint's
         # (a longer budget is meant, a changed default of a newer commit may not be).
-        changes = config_changes(state.get("config") or {}, cast(dict, OmegaConf.to_container(cfg)))
+        # The minimax loop's group is no part of this loop's config (and absent from checkpoints before it).
+        saved = {"loop": "alphazero", **(state.get("config") or {})}
+        current = cast(dict, OmegaConf.to_container(cfg))
+        changes = config_changes(
+            {k: v for k, v in saved.items() if k != "minimax"}, {k: v for k, v in current.items() if k != "minimax"}
+        )
         if changes:
             tqdm.write("the config differs from the checkpoint's, the run goes on with the new: " + "; ".join(changes))
     elif config.init_weights:  # a new run from a trained network: only the weights carry over
