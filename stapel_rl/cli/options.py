@@ -6,12 +6,13 @@ No torch here: a ``stapel-match`` job imports this module before it sets its thr
 from __future__ import annotations
 
 import argparse
+import math
 
 from stapel_rl.eval.openings import SOURCES
 
 
-def add_match_options(parser: argparse.ArgumentParser, *, time: bool = True) -> None:
-    """Add ``--variant``, ``--openings``, ``--opening-plies``, ``--seed`` and (``time``) ``--time``."""
+def add_match_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--variant``, ``--openings``, ``--opening-plies``, ``--time`` and ``--seed``."""
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument(
         "--openings", default="suite", choices=SOURCES, help="the variant's opening suite (default) or random openings"
@@ -19,19 +20,19 @@ def add_match_options(parser: argparse.ArgumentParser, *, time: bool = True) -> 
     parser.add_argument(
         "--opening-plies", type=int, default=4, help="with --openings random: random actions that make each opening"
     )
-    if time:
-        parser.add_argument(
-            "--time",
-            type=float,
-            default=None,
-            metavar="SECONDS",
-            help="equal time: each side's budget per move (agents that search by time)",
-        )
+    parser.add_argument(
+        "--time",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="equal time: each side's budget per move (mcts and classical get time=SECONDS unless their spec "
+        "sets its own) and one game per agent call",
+    )
     parser.add_argument("--seed", type=int, default=0, help="seeds the openings and the agents (default 0)")
 
 
 def check_match_options(args: argparse.Namespace) -> None:
-    """Raise ``ValueError`` for a ``--time`` that is not a positive number of seconds."""
+    """Raise ``ValueError`` for a ``--time`` that is not a positive, finite number of seconds."""
     seconds = getattr(args, "time", None)
-    if seconds is not None and not seconds > 0:
-        raise ValueError(f"--time must be a positive number of seconds, got {seconds:g}")
+    if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
+        raise ValueError(f"--time must be a positive, finite number of seconds, got {seconds:g}")

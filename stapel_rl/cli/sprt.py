@@ -1,13 +1,20 @@
 """stapel-sprt: is agent A stronger than agent B? Play colour-swapped pairs until the SPRT decides.
 
     stapel-sprt mcts:new.pt:sims=32 mcts:old.pt:sims=32 --elo0 0 --elo1 20 --alpha 0.05 --beta 0.05
+    stapel-sprt mcts:new.pt mcts:old.pt --time 0.2     # equal time: 0.2 s a move each side
 
-Pairs are played ``--batch-pairs`` at a time (networks see batches), each
-pair from its own opening: the variant's opening suite in order (wrapping
-round after its last position), or random ones (``--openings random``). The
+Pairs are played ``--batch-pairs`` at a time, each pair from its own opening:
+the variant's opening suite in order (wrapping round after its last
+position), or random ones (``--openings random``). Where neither agent has a
+clock networks see batches; a spec's ``time=`` is a budget for each decision
+of each game, so with one on either side the agents are called with one game
+at a time. ``--time SECONDS`` gives both sides that budget per move, as in
+``stapel-match``: agents that search by time (``mcts``, ``classical``) get
+``:time=SECONDS`` unless their spec sets its own, and every agent is called
+with one game at a time. An agent made for the other variant is refused. The
 test is the pentanomial GSPRT (``stapel_rl.eval.sprt``). Exit status: 0 if H1
 (A is better by at least elo1) was accepted, 1 for H0, 3 if --max-pairs ran
-out undecided.
+out undecided, 2 for bad options.
 """
 
 from __future__ import annotations
@@ -16,9 +23,10 @@ import argparse
 import sys
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.cli.options import add_match_options
+from stapel_rl.cli.options import add_match_options, check_match_options
 from stapel_rl.env import get_variant
-from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.agents import check_variant, make_agent
+from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.sprt import SPRT, run_sprt
 
 
@@ -33,16 +41,29 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--beta", type=float, default=0.05)
     parser.add_argument("--batch-pairs", type=int, default=16)
     parser.add_argument("--max-pairs", type=int, default=2000)
-    add_match_options(parser, time=False)
+    add_match_options(parser)
     args = parser.parse_args(argv)
     try:
-        a, b, variant = make_agent(args.a), make_agent(args.b), get_variant(args.variant)
+        check_match_options(args)
+        variant = get_variant(args.variant)
+        a, b = (make_agent(timed_spec(spec, args.time)) for spec in (args.a, args.b))
+        for agent in (a, b):
+            check_variant(agent, variant)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     test = SPRT(args.elo0, args.elo1, args.alpha, args.beta)
     status = run_sprt(
-        a, b, variant, test, args.batch_pairs, args.max_pairs, args.opening_plies, args.seed, openings=args.openings
+        a,
+        b,
+        variant,
+        test,
+        args.batch_pairs,
+        args.max_pairs,
+        args.opening_plies,
+        args.seed,
+        openings=args.openings,
+        one_at_a_time=args.time is not None,
     )
     verdict = {
         "H1": f"H1: {args.a} is stronger by at least {args.elo1} Elo",

@@ -69,8 +69,14 @@ def run_sprt(
     seed: int,
     verbose: bool = True,
     openings: str = "suite",
+    one_at_a_time: bool = False,
 ) -> str:
-    """Play pairs until ``test`` decides; returns "H0", "H1" or "continue" (undecided)."""
+    """Play pairs until ``test`` decides; returns "H0", "H1" or "continue" (undecided).
+
+    ``batch_pairs`` pairs are played between two looks at the test, in one batch where neither agent
+    has a clock; with a clock on either side (a ``time=`` budget per decision of each game), or with
+    ``one_at_a_time`` (a test at equal time), the agents are called with one game at a time
+    (``play_match``)."""
     rng = np.random.default_rng(seed)
     batch = 0
     while test.status() == "continue" and len(test.scores) < max_pairs:
@@ -78,7 +84,7 @@ def run_sprt(
             variant, batch_pairs, openings, opening_plies, seed=seed * 7919 + batch, offset=batch * batch_pairs
         )
         start = engine.from_fens([f for f in fens for _ in range(2)], variant)
-        result = play_match(a, b, variant, 2 * batch_pairs, rng, start=start)
+        result = play_match(a, b, variant, 2 * batch_pairs, rng, start=start, one_at_a_time=one_at_a_time)
         for pair in result.scores.reshape(-1, 2):
             test.add_pair(float(pair.mean()))
         batch += 1

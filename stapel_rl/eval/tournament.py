@@ -6,9 +6,12 @@ swapped; the openings are the first ``pairs`` of the variant's suite
 ``openings="random"`` the start position after ``opening_plies`` random
 actions drawn from a seed derived from the tournament seed, the pairing and
 the pair, so a rerun (or a resumed run) plays the same openings. Games of a
-pairing are played at once, so networks see batches. Each finished game is
-appended to ``games.jsonl`` at once; a killed tournament resumes by skipping
-what that file already holds.
+pairing are played at once, so networks see batches, unless either player
+has a clock: a ``time=`` is a budget for each decision of each game, so those
+pairings call their agents with one game at a time (``play_match``). Each
+finished game is appended to ``games.jsonl`` at once; a killed tournament
+resumes by skipping what that file already holds. A player made for the
+other variant is refused (``check_variant``).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from tqdm import tqdm
 from stapel_rl.cluster import init_ray
 from stapel_rl.env import engine
 from stapel_rl.env.variants import Variant
-from stapel_rl.eval.agents import Agent, make_agent
+from stapel_rl.eval.agents import Agent, check_variant, make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.openings import opening_fens
 from stapel_rl.records import append_jsonl, start_jsonl
@@ -67,7 +70,8 @@ class TournamentConfig:
     schedule: explicit pairings (player index pairs) instead of either; each
         pairing's openings come from its position in this list.
     openings: "suite" (the variant's opening suite) or "random".
-    one_at_a_time: call the agents with one game at a time (time budgets per move are each game's own).
+    one_at_a_time: call every agent with one game at a time (``--time``); pairings with a
+        clock on either side are played so anyway.
     """
 
     players: "list[str]"
@@ -141,11 +145,13 @@ def play_job(
     agents: "dict[str, Agent] | None" = None,
     on_entry: "Callable[[dict], None] | None" = None,
 ) -> "list[dict]":
-    """Play a job's games at once (networks see batches); the same job gives the same games anywhere."""
+    """Play a job's games at once (networks see batches; one at a time where a player has a clock);
+    the same job gives the same games anywhere. A player of the other variant raises ``ValueError``."""
     agents = {} if agents is None else agents
     for spec in (job.a, job.b):
         if spec not in agents:
             agents[spec] = make_agent(spec)
+        check_variant(agents[spec], config.variant)
     start = engine.from_fens([job.fens[k // 2] for k in job.todo], config.variant)
     rng = np.random.default_rng([config.seed, job.index])
     entries = []

@@ -20,6 +20,7 @@ gating, images) is scheduled in minutes of the run, ``0`` turning it off.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 from hydra.core.config_store import ConfigStore
 
@@ -66,13 +67,22 @@ class TrainConfig(OptimConfig):
     gate_every_minutes: float = 0.5  # minutes of the run between gating tests (with gate)
     gate_elo1: float = 20.0  # SPRT H1: the candidate is at least this much stronger (H0: not stronger)
     gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: keep the old one)
-    gate_simulations: int = 8  # simulations of both agents in gating games
+    gate_simulations: int = 8  # simulations of both agents in gating games (with gate_time 0)
+    gate_time: float = 0.0  # seconds both agents search each move of each gating game, one game per call, with
+    # no simulation limit (equal time, as stapel-sprt --time); 0 = by gate_simulations, the games in one batch
     image_every_minutes: float = 1.0  # minutes of the run between TensorBoard images of a self-play game halfway
     threads: int = 0  # torch threads of this process (0 = torch's default; 1 with selfplay_workers)
     selfplay_workers: int = 2  # 0: self-play in this process; N: N worker processes play while this one trains
     inference_precision: str = "auto"  # self-play/evaluation network: fp32, bf16, fp16, onnx (fp32 as one ONNX
     # Runtime graph, CPU) or auto (CPU: bf16 where native, else onnx with the extra "fast", else fp32; CUDA: bf16
     # or fp16)
+
+    def __post_init__(self) -> None:
+        if not (self.gate_time >= 0 and math.isfinite(self.gate_time)):
+            raise ValueError(
+                f"train.gate_time must be 0 (gating games by train.gate_simulations) or a positive number of "
+                f"seconds a move, got {self.gate_time}"
+            )
 
 
 @dataclasses.dataclass
