@@ -1,11 +1,16 @@
 """stapel-match --record: each finished pair on disk, a killed match resumed where it stopped."""
 
 import json
+import subprocess
+import sys
+import time
 
 import numpy as np
+import pytest
 
 from stapel_rl.cli import match
 from stapel_rl.eval.arena import MatchResult
+from stapel_rl.records import load_jsonl
 
 # One pair a task (``--time``); neither agent searches by time, so the games depend on the seed only.
 COMMAND = ["alphabeta:1", "greedy", "--games", "6", "--time", "0.05", "--variant", "I"]
@@ -73,3 +78,56 @@ def test_a_damaged_record_is_a_clear_error_and_is_left_alone(tmp_path, capsys):
     wrong.write_text('{"agent": "alphabeta:1", "opponent": "greedy", "variant": "I", "seed": 0}\n')
     assert match.main([*COMMAND, "--record", str(wrong)]) == 2
     assert "record 1 is not a stapel-match pair record" in capsys.readouterr().err
+
+
+# Batched: neither agent has a clock and there is no --time, so each job plays its pairs in one batch.
+BATCHED = ["alphabeta:1", "greedy", "--games", "8", "--variant", "I"]
+
+
+def test_a_batched_match_records_each_pair_as_it_finishes_and_resumes(tmp_path, monkeypatch, capsys):
+    path = tmp_path / "batched.jsonl"
+    record_pairs = match.record_pairs
+    recorded: "list[int]" = []
+
+    def interrupted(*args):
+        record_pairs(*args)
+        recorded.append(int(args[-2][0]))
+        if len(recorded) == 2:
+            raise KeyboardInterrupt  # Ctrl-C with two of the batch's four pairs played
+
+    monkeypatch.setattr(match, "record_pairs", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        match.main([*BATCHED, "--record", str(path)])
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    assert [r["pairs"] for r in lines] == [[i] for i in recorded]  # one line a pair, as it finished
+    assert all(len(r["result"]["scores"]) == 2 for r in lines)
+
+    monkeypatch.setattr(match, "record_pairs", record_pairs)
+    assert match.main([*BATCHED, "--record", str(path)]) == 0
+    assert "alphabeta:1 vs greedy: 2 of 4 pairs from" in capsys.readouterr().out
+    resumed = [json.loads(x) for x in path.read_text().splitlines()]
+    assert resumed[:2] == lines and sorted(r["pairs"][0] for r in resumed) == [0, 1, 2, 3]
+
+
+def test_a_killed_batched_match_with_jobs_keeps_the_pairs_its_jobs_finished(tmp_path):
+    """``--jobs 2`` without a clock: each job plays its half of the pairs in one batch, and every pair
+    reaches the record as it ends, not when its job's batch does; the same command resumes."""
+    path = tmp_path / "jobs.jsonl"
+    command = [sys.executable, "-m", "stapel_rl.cli.match", *BATCHED[:2], "--games", "40", "--jobs", "2",
+               "--record", str(path)]  # fmt: skip
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 120
+        while not load_jsonl(path) and time.monotonic() < deadline and process.poll() is None:
+            time.sleep(0.05)
+    finally:
+        process.kill()
+        process.wait()
+    kept = load_jsonl(path)
+    assert kept, "no pair was recorded before the kill"
+    assert all(len(r["pairs"]) == 1 for r in kept) and len(kept) < 20  # single pairs, the batches unfinished
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert f"{len(kept)} of 20 pairs from" in done.stdout
+    pairs = [i for r in load_jsonl(path) for i in r["pairs"]]
+    assert sorted(pairs) == list(range(20))
