@@ -1,7 +1,7 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
 Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search][:batch=K]
-[:solver=on|off][:reuse=on|off][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
+[:solver=on|off][:reuse=on|off][:plan=rate|probe][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
 ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the agents shipped with the
 package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
 ``policy_from_spec_args``. The search constants default to those the network was trained with.
@@ -33,6 +33,11 @@ from stapel_rl.models.inference import NetworkEvaluator
 UNLIMITED = 2**31 - 1
 #: Simulations of the first chunk of a search by time, which measures the rate for the rest.
 FIRST_CHUNK = 8
+#: With ``plan="rate"``: the share of the simulations the last searches' rate promises that a timed search
+#: plans for at once (a position can be slower than the last ones; the rest of the time is searched on).
+RATE_SHARE = 0.9
+#: How a timed search spends its time (``MCTSAgent.plan``).
+PLANS = ("rate", "probe")
 #: Leaves per evaluator call of the agents the specs make (``SearchConfig.leaves_per_call``; ``batch=K``).
 AGENT_LEAVES_PER_CALL = 16
 
@@ -48,11 +53,10 @@ class MCTSAgent:
     ``config.num_simulations``): the games of a call with several are searched
     one after another, each on its own clock, so ``seconds`` means the same
     whoever calls the agent (``seconds_per_decision``). A search runs in chunks
-    on one growing tree: the first chunk measures the simulation rate, the
-    next ones fill the time left, and no simulation starts after the deadline.
-    PUCT's choice is then that of one long search; Gumbel's comes from the
-    last chunk's sequential halving, which starts from the earlier chunks'
-    visits as after subtree reuse. ``simulations`` holds the largest per-game
+    on one growing tree (``plan``), the next ones filling the time left, and
+    no simulation starts after the deadline. PUCT's choice is then that of
+    one long search; Gumbel's comes from the last chunk's sequential halving,
+    which starts from the earlier chunks' visits as after subtree reuse. ``simulations`` holds the largest per-game
     count of the last call (new simulations, not those of a reused subtree).
 
     With ``reuse`` the agent keeps the subtree of each move it played
@@ -65,6 +69,13 @@ class MCTSAgent:
     its first kernels); an agent by time pays them in a short search
     (``warm_up``) before its first move's clock starts, or that move would
     search a tenth as much as the next.
+
+    ``plan`` says how a timed search spends its time: "rate" (the default) plans one
+    search for the simulations the time buys at ``rate``, the simulations a
+    second of the agent's last full-time searches (a mean weighting the
+    newest by a half), and searches on if time is left; "probe" searches
+    ``FIRST_CHUNK`` simulations first to measure the rate, then the rest (the
+    first move of a "rate" agent does this too).
 
     ``variant`` is the variant the network was trained on (None: not known);
     a call with a game of the other raises ``ValueError``.
@@ -79,6 +90,12 @@ class MCTSAgent:
     cache: TreeCache = dataclasses.field(default_factory=TreeCache, repr=False)
     warm: bool = dataclasses.field(default=False, repr=False)
     variant: "str | None" = None
+    plan: str = "rate"
+    rate: float = dataclasses.field(default=0.0, repr=False)
+
+    def __post_init__(self) -> None:
+        if self.plan not in PLANS:
+            raise ValueError(f"plan must be one of {', '.join(PLANS)}, got {self.plan!r}")
 
     @property
     def seconds_per_decision(self) -> "float | None":
@@ -143,7 +160,12 @@ class MCTSAgent:
         start = time.perf_counter()
         deadline = start + seconds
         limit = config.num_simulations
-        chunk = min(max(FIRST_CHUNK, config.leaves_per_call), limit)
+        chunk = max(FIRST_CHUNK, config.leaves_per_call)
+        if self.plan == "rate" and self.rate:
+            # One search of the simulations the time buys at the last searches' rate: Gumbel's sequential
+            # halving is planned for the whole budget instead of for a probe and then the rest.
+            chunk = max(chunk, int(RATE_SHARE * self.rate * seconds))
+        chunk = min(chunk, limit)
         if tree is not None:
             tree = grow(tree, int(tree.num_nodes.max()) + chunk + 1)
         while True:
@@ -157,8 +179,11 @@ class MCTSAgent:
             )
             done = int((out.tree.node_visits[:, 0] - start_visits).max())
             now = time.perf_counter()
-            chunk = min(limit - done, int((deadline - now) * done / max(now - start, 1e-9)))
+            rate = done / max(now - start, 1e-9)
+            chunk = min(limit - done, int((deadline - now) * rate))
             if chunk < 1 or config.solver and solved(out.tree):
+                if now >= deadline - 0.1 * seconds:  # a search cut short by its solver tells nothing of the rate
+                    self.rate = rate if not self.rate else 0.5 * (self.rate + rate)
                 return out
             # Each simulation adds at most one node per game; doubling keeps the copies cheap.
             needed = int(out.tree.num_nodes.max()) + chunk
@@ -234,13 +259,15 @@ def _constants(options: "dict[str, str]") -> "dict[str, float | int]":
 
 def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
-    unknown = sorted(set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse", *CONSTANTS})
-    choices = {"forced": ("skip", "search"), "solver": ("on", "off"), "reuse": ("on", "off")}
+    unknown = sorted(
+        set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse", "plan", *CONSTANTS}
+    )
+    choices = {"forced": ("skip", "search"), "solver": ("on", "off"), "reuse": ("on", "off"), "plan": PLANS}
     unknown += [options[key] for key, allowed in choices.items() if options.get(key, allowed[0]) not in allowed]
     if unknown:
         raise ValueError(
             f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
-            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, "
+            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, plan=rate|probe, "
             "c_puct=X, c_visit=X, c_scale=X, considered=N"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
@@ -267,7 +294,10 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
         named = [option for option, (field, _) in CONSTANTS.items() if option != field and field in str(problem)]
         raise ValueError(f"mcts agent spec: {problem}" + "".join(f" (option {o}=)" for o in named)) from None
     variant = checkpoint.get("variant")
-    agent = MCTSAgent(evaluator, config, seconds=seconds, reuse=options.get("reuse", "on") == "on", variant=variant)
+    reuse = options.get("reuse", "on") == "on"
+    agent = MCTSAgent(
+        evaluator, config, seconds=seconds, reuse=reuse, variant=variant, plan=options.get("plan", "rate")
+    )
     # Warmed when made, not on the first move, so that a match's time per move leaves the set-up out.
     agent.warm_up(engine.init(variant or "I", 1))
     return agent
