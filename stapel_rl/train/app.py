@@ -32,7 +32,7 @@ from tqdm import tqdm
 from stapel_rl import bundled
 from stapel_rl.env import Variant, engine, get_variant
 from stapel_rl.env.render import rgb_array
-from stapel_rl.eval.network_agents import MCTSAgent
+from stapel_rl.eval.network_agents import UNLIMITED, MCTSAgent
 from stapel_rl.eval.pdn import write_game
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.models import NetworkEvaluator, PolicyValueNet, checkpoint
@@ -97,13 +97,11 @@ def gate(
 
     Both search ``gate_simulations`` per move, or with ``gate_time`` that many seconds per move of each
     game (no simulation limit; ``run_sprt`` then calls them with one game at a time)."""
-    from stapel_rl.eval import network_agents
-
     t = config.train
     candidate = PolicyValueNet(net.config)
     candidate.load_state_dict(net.state_dict())
     seconds = t.gate_time or None
-    simulations = t.gate_simulations if seconds is None else network_agents.UNLIMITED
+    simulations = t.gate_simulations if seconds is None else UNLIMITED
     search_config = dataclasses.replace(config.mcts, num_simulations=simulations)
     test = SPRT(0.0, t.gate_elo1)
     candidate_evaluator = NetworkEvaluator(candidate, device=best.device, precision=best.precision)
