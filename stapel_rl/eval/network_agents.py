@@ -1,7 +1,7 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
 Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search][:batch=K]
-[:solver=on|off][:reuse=on|off][:plan=rate|probe][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
+[:solver=on|off][:reuse=on|off][:plan=probe|rate][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
 ``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the agents shipped with the
 package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
 ``policy_from_spec_args``. The search constants default to those the network was trained with.
@@ -37,7 +37,7 @@ FIRST_CHUNK = 8
 #: plans for at once (a position can be slower than the last ones; the rest of the time is searched on).
 RATE_SHARE = 0.9
 #: How a timed search spends its time (``MCTSAgent.plan``).
-PLANS = ("rate", "probe")
+PLANS = ("probe", "rate")
 #: Leaves per evaluator call of the agents the specs make (``SearchConfig.leaves_per_call``; ``batch=K``).
 AGENT_LEAVES_PER_CALL = 16
 
@@ -70,12 +70,13 @@ class MCTSAgent:
     (``warm_up``) before its first move's clock starts, or that move would
     search a tenth as much as the next.
 
-    ``plan`` says how a timed search spends its time: "rate" (the default) plans one
-    search for the simulations the time buys at ``rate``, the simulations a
-    second of the agent's last full-time searches (a mean weighting the
-    newest by a half), and searches on if time is left; "probe" searches
-    ``FIRST_CHUNK`` simulations first to measure the rate, then the rest (the
-    first move of a "rate" agent does this too).
+    ``plan`` says how a timed search spends its time: "probe" (the default)
+    searches ``FIRST_CHUNK`` simulations first to measure the rate, then the
+    rest; "rate" plans one search for the simulations the time buys at
+    ``rate``, the simulations a second of the agent's last full-time searches
+    (a mean weighting the newest by a half), and searches on if time is left
+    (its first move probes). At 0.5 s a move "rate" scored 40.0% [24.7, 57.0]
+    against "probe" (Variant I, 20 pairs, docs/results.md): no measurable gain.
 
     ``variant`` is the variant the network was trained on (None: not known);
     a call with a game of the other raises ``ValueError``.
@@ -90,7 +91,7 @@ class MCTSAgent:
     cache: TreeCache = dataclasses.field(default_factory=TreeCache, repr=False)
     warm: bool = dataclasses.field(default=False, repr=False)
     variant: "str | None" = None
-    plan: str = "rate"
+    plan: str = "probe"
     rate: float = dataclasses.field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
@@ -267,7 +268,7 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     if unknown:
         raise ValueError(
             f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
-            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, plan=rate|probe, "
+            "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, plan=probe|rate, "
             "c_puct=X, c_visit=X, c_scale=X, considered=N"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
@@ -296,7 +297,7 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     variant = checkpoint.get("variant")
     reuse = options.get("reuse", "on") == "on"
     agent = MCTSAgent(
-        evaluator, config, seconds=seconds, reuse=reuse, variant=variant, plan=options.get("plan", "rate")
+        evaluator, config, seconds=seconds, reuse=reuse, variant=variant, plan=options.get("plan", PLANS[0])
     )
     # Warmed when made, not on the first move, so that a match's time per move leaves the set-up out.
     agent.warm_up(engine.init(variant or "I", 1))

@@ -35,7 +35,7 @@ def chunks_of(agent: MCTSAgent, monkeypatch) -> "list[int]":
 @pytest.mark.parametrize("algorithm", ["gumbel", "puct"])
 def test_rate_plans_one_search_after_the_first_move(algorithm, monkeypatch):
     config = SearchConfig(num_simulations=2**31 - 1, algorithm=algorithm, leaves_per_call=4)
-    agent = MCTSAgent(UniformEvaluator(), config, seconds=0.2)
+    agent = MCTSAgent(UniformEvaluator(), config, seconds=0.2, plan="rate")
     planned = chunks_of(agent, monkeypatch)
     first, second = positions(2)
     agent(first, np.random.default_rng(0))
@@ -53,8 +53,9 @@ def test_probe_keeps_the_probe_and_a_bad_plan_is_refused(monkeypatch):
         planned[:] = []
         agent(state, np.random.default_rng(0))
         assert planned[0] == FIRST_CHUNK
-    with pytest.raises(ValueError, match="plan must be one of rate, probe"):
+    with pytest.raises(ValueError, match="plan must be one of probe, rate"):
         MCTSAgent(UniformEvaluator(), SearchConfig(), plan="guess")
     with pytest.raises(ValueError, match="unknown mcts agent option"):
         make_agent("mcts:variant_I:plan=guess")
-    assert make_agent("mcts:variant_I:plan=probe:sims=8").plan == "probe"
+    assert make_agent("mcts:variant_I:plan=rate:sims=8").plan == "rate"
+    assert make_agent("mcts:variant_I:sims=8").plan == "probe"
