@@ -5,7 +5,7 @@
     python examples/sb3_maskable_ppo.py --variant II --timesteps 200000 --out runs/ppo_II
 
 The learner plays one colour (drawn at each reset) of ``StapelEnv`` through
-``stapel_rl.env.wrappers.VersusAgent``, which plays the other side with an
+``stapel_rl.eval.versus.VersusAgent``, which plays the other side with an
 agent spec and gives ``MaskablePPO`` the legal-action mask
 (``action_masks()``). The vectorised envs cycle through ``--opponents``
 (default: half of them ``random``, half ``greedy``). The reward is the game's
@@ -34,11 +34,11 @@ from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
 from stapel_rl.env.gym_env import StapelEnv
-from stapel_rl.env.wrappers import VersusAgent
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import paired_start, play_match
 from stapel_rl.eval.openings import opening_fens
 from stapel_rl.eval.sb3_agent import SB3Agent
+from stapel_rl.eval.versus import VersusAgent
 
 
 def train(variant: str, opponents: "list[str]", timesteps: int, envs: int, n_steps: int, seed: int) -> MaskablePPO:

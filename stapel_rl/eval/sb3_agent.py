@@ -1,7 +1,7 @@
 """An agent over a saved sb3-contrib ``MaskablePPO`` policy: the spec ``sb3:PATH[:deterministic=BOOL]``.
 
 The policy must have been trained on the env's observations and canonical
-actions, e.g. on ``stapel_rl.env.wrappers.VersusAgent`` (see
+actions, e.g. on ``stapel_rl.eval.versus.VersusAgent`` (see
 ``examples/sb3_maskable_ppo.py``). At every decision point, between the leaps
 of a capture too, the agent encodes each live game in the view of its side to
 move (``observation.encode``), asks the policy for a canonical action under

@@ -16,10 +16,10 @@ from stapel_rl.env import engine
 from stapel_rl.env.gym_env import StapelEnv
 from stapel_rl.env.observation import canonical_mask, encode, to_canonical_actions
 from stapel_rl.env.sampling import random_positions
-from stapel_rl.env.wrappers import VersusAgent
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.sb3_agent import SB3Agent, from_spec_args
+from stapel_rl.eval.versus import VersusAgent
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 

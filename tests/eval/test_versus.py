@@ -12,8 +12,8 @@ from gymnasium.utils.passive_env_checker import env_reset_passive_checker, env_s
 from stapel_rl.env import engine, from_fens
 from stapel_rl.env.gym_env import StapelEnv
 from stapel_rl.env.observation import canonical_mask, encode
-from stapel_rl.env.wrappers import VersusAgent
 from stapel_rl.eval.agents import GreedyAgent
+from stapel_rl.eval.versus import VersusAgent
 
 
 def play_out(env: VersusAgent, rng: np.random.Generator, max_steps: int = 3000):
@@ -127,3 +127,12 @@ def test_bad_input_names_what_is_allowed_and_changes_nothing():
     with pytest.raises(ValueError, match=r"illegal action 0; legal canonical actions: \["):
         env.step(0)
     assert engine.to_fens(env.state) == before and env.state.ply[0] == 0
+
+
+def test_the_old_path_still_gives_the_class_with_a_warning():
+    import stapel_rl.env.wrappers as old
+
+    with pytest.warns(DeprecationWarning, match="moved to stapel_rl.eval.versus.VersusAgent"):
+        assert old.VersusAgent is VersusAgent
+    with pytest.raises(AttributeError):
+        old.Nothing  # noqa: B018
