@@ -24,8 +24,14 @@ project's engine (``stapel_rl.env.engine``); nothing here decides what is legal.
   180 degrees with colours swapped for Black), whoever is to move.
 - ``str(state)`` and ``observation_string``: the position text (RULES.md), with
   the capture under way appended in the middle of a multi-leap capture.
-- Serialisation and ``clone`` are OpenSpiel's own (the action history,
-  replayed); ``pickle`` works for games and states.
+- Serialisation and ``clone`` are OpenSpiel's own; ``pickle`` works for
+  games and states. OpenSpiel serialises a Python game's state as its action
+  history plus its ``__dict__`` pickled (base64), and
+  ``game.deserialize_state`` / ``pyspiel.deserialize_game_and_state`` (and so
+  ``pickle.loads`` of a state) unpickle that: text from elsewhere can run
+  code. :func:`state_to_text` / :func:`state_from_text` are the safe pair: a
+  header line and the action ids, parsed strictly and replayed through the
+  engine, nothing unpickled or evaluated.
 
 Game parameters: ``variant`` ("I" or "II", a string) and ``ply_cap`` (an
 int). An unknown variant, or an illegal action passed to ``apply_action``,
@@ -37,6 +43,8 @@ and raises ``ValueError`` instead.
 """
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pyspiel
@@ -222,6 +230,62 @@ class BoardObserver:
 
     def string_from(self, state: StapeldammenState, player: int) -> str:
         return str(state)
+
+
+TEXT_HEADER = "stapeldammen"
+_HEADER_RE = re.compile(r"stapeldammen variant=(?P<variant>[A-Za-z]{1,8})(?: ply_cap=(?P<ply_cap>[0-9]{1,7}))?")
+_ACTION_RE = re.compile(r"[0-9]{1,3}")
+
+
+def state_to_text(state: StapeldammenState) -> str:
+    """The state as plain text: ``stapeldammen variant=I ply_cap=600``, then the action ids played, one line.
+
+    :func:`state_from_text` rebuilds it by replaying the actions; unlike OpenSpiel's serialisation,
+    nothing in the text is unpickled.
+    """
+    if not isinstance(state, StapeldammenState):
+        raise ValueError(f"expected a {GAME_NAME} state, got {type(state).__name__}")
+    params = state.get_game().get_parameters()
+    header = f"{TEXT_HEADER} variant={params['variant']} ply_cap={params['ply_cap']}"
+    return f"{header}\n{' '.join(str(a) for a in state.history())}\n"
+
+
+def state_from_text(text: str) -> StapeldammenState:
+    """The state :func:`state_to_text` wrote: the header's game, the actions replayed from the start.
+
+    The first line is ``stapeldammen variant=V`` with an optional `` ply_cap=N`` (default 600); the
+    rest are action ids (0..199, ASCII digits) separated by spaces or newlines. Anything else (bytes, a
+    wrong header, a token that is not an action id, an illegal action, actions after the game ended)
+    raises ``ValueError`` naming the problem. The text is only matched and parsed as ints, never
+    unpickled or evaluated, so it is safe to take from untrusted sources.
+    """
+    if not isinstance(text, str):
+        raise ValueError(f"state text must be str, got {type(text).__name__}")
+    header, _, body = text.partition("\n")
+    match = _HEADER_RE.fullmatch(header.rstrip("\r"))
+    if match is None:
+        raise ValueError(
+            f"bad state text header {header[:80]!r}: expected '{TEXT_HEADER} variant=I' or "
+            f"'{TEXT_HEADER} variant=II ply_cap=600' on the first line"
+        )
+    params: dict = {"variant": match["variant"]}
+    if match["ply_cap"] is not None:
+        params["ply_cap"] = int(match["ply_cap"])
+    game = load_game(**params)
+    tokens = body.split()
+    if len(tokens) > game.max_game_length():
+        raise ValueError(f"{len(tokens)} actions: more than a game can last ({game.max_game_length()})")
+    state = game.new_initial_state()
+    for i, token in enumerate(tokens, 1):
+        if _ACTION_RE.fullmatch(token) is None:
+            raise ValueError(f"action {i} is {token[:20]!r}: expected an action id (0..{NUM_ACTIONS - 1})")
+        if state.is_terminal():
+            raise ValueError(f"action {i} ({token}) comes after the end of the game")
+        try:
+            state.apply_action(int(token))
+        except ValueError as err:
+            raise ValueError(f"action {i}: {err}") from None
+    return state
 
 
 pyspiel.register_game(GAME_TYPE, StapeldammenGame)
