@@ -14,9 +14,12 @@ match's other side, a training run). It prints the median seconds a move of each
 from __future__ import annotations
 
 import argparse
-import multiprocessing
+import contextlib
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -26,10 +29,16 @@ from stapel_rl.env import take
 from stapel_rl.eval.agents import make_agent
 
 
-def spin() -> None:
-    """Keep one core busy until killed."""
-    while True:
-        pass
+@contextlib.contextmanager
+def busy_processes(count: int) -> "Iterator[list[subprocess.Popen]]":
+    """``count`` processes each spinning a core in pure Python while the block runs, killed after it."""
+    processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            process.kill()
+            process.wait()
 
 
 def move_seconds(spec: str, thread_counts: "list[int]", positions: int, repeats: int, variant: str) -> "list[float]":
@@ -64,15 +73,8 @@ def main(argv: "list[str] | None" = None) -> None:
     default = torch.get_num_threads()
     counts = [default, 1]
     print(f"{cpu_description()}; torch {torch.__version__}; {args.load} busy processes beside the search")
-    loads = [multiprocessing.Process(target=spin, daemon=True) for _ in range(args.load)]
-    for process in loads:
-        process.start()
-    try:
+    with busy_processes(args.load):
         before, after = move_seconds(args.agent, counts, args.positions, args.repeats, args.variant)
-    finally:
-        for process in loads:
-            process.kill()
-            process.join()
     print(f"{args.agent}, median seconds a move over {args.positions} positions x {args.repeats}:")
     print(f"  before: {default} torch threads  {before:.4f} s")
     print(f"  after:  1 torch thread    {after:.4f} s   ({before / after:.2f}x faster)")

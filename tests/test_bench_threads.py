@@ -1,6 +1,5 @@
 """scripts/bench_threads.py: a move's search time by torch threads beside a load (docs/benchmarks.md)."""
 
-import multiprocessing
 import re
 
 import torch
@@ -19,4 +18,10 @@ def test_bench_threads_times_both_counts_and_stops_its_load(capsys):
     assert "1 busy processes beside the search" in out
     assert re.search(rf"before: {before} torch threads +\d+\.\d{{4}} s", out)
     assert re.search(r"after: +1 torch thread +\d+\.\d{4} s +\(\d+\.\d\dx faster\)", out)
-    assert not multiprocessing.active_children()  # the load is gone with the benchmark
+
+
+def test_the_load_is_gone_with_its_block():
+    bench = load_script("bench_threads")
+    with bench.busy_processes(2) as processes:
+        assert [p.poll() for p in processes] == [None, None]
+    assert all(p.poll() is not None for p in processes)
