@@ -15,19 +15,22 @@ import argparse
 import pathlib
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env.sampling import random_positions
-from stapel_rl.env.state import take
+from stapel_rl.env.state import State, take
 from stapel_rl.eval.alphabeta import AlphaBetaAgent
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[1] / "tests"))
 from reference_alphabeta import ReferenceAlphaBeta  # noqa: E402
 
 
-def timed(agent, state, seed: int) -> "tuple[float, np.ndarray]":
+def timed(
+    agent: Callable[[State, np.random.Generator], np.ndarray], state: State, seed: int
+) -> "tuple[float, np.ndarray]":
     start = time.perf_counter()
     actions = agent(state, np.random.default_rng(seed))
     return time.perf_counter() - start, actions
@@ -44,7 +47,7 @@ def main() -> None:
     state = random_positions(args.variant, args.games, args.plies, np.random.default_rng(0))
     state = take(state, np.flatnonzero(~state.done & (state.capturing < 0)))
     print(f"bench_alphabeta | Variant {args.variant}, {state.batch_size} positions after {args.plies} random plies")
-    ratios = {}
+    ratios: "dict[int, float]" = {}
     for depth in args.depths:
         batch = state if depth < 4 else take(state, np.arange(max(1, state.batch_size // 4)))
         fast_s, fast = timed(AlphaBetaAgent(depth), batch, 1)

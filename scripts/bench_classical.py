@@ -31,6 +31,7 @@ import numpy as np
 from stapel_rl.classical import Position, Searcher, nnue
 from stapel_rl.env import engine
 from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.env.state import State
 from stapel_rl.eval.alphabeta import AlphaBetaAgent
 
 
@@ -64,10 +65,10 @@ def cpu_description() -> str:
     return f"{name} ({platform.machine()}, LLVM target {host}, {'+'.join(isa) or 'base ISA'})"
 
 
-def middlegames(variant: str, count: int, seed: int) -> "list":
+def middlegames(variant: str, count: int, seed: int) -> "list[State]":
     """States ``count`` games into seeded random play, at a turn's start between plies 10 and 20."""
     rng = np.random.default_rng(seed)
-    states = []
+    states: "list[State]" = []
     while len(states) < count:
         plies = int(rng.integers(10, 21))
         state = engine.init(variant, 1)
@@ -144,7 +145,7 @@ def main() -> None:
     totals = np.zeros(4)  # classical nodes, seconds; alphabeta positions, seconds (deepest depth)
     for variant in ("I", "II"):
         states = middlegames(variant, args.positions, seed=2024 if variant == "I" else 2025)
-        reached = {0.1: [], 1.0: []}
+        reached: "dict[float, list[int]]" = {0.1: [], 1.0: []}
         nodes = seconds = 0.0
         for state in states:
             for budget in (0.1, 1.0):

@@ -17,8 +17,10 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import pathlib
 import time
+from collections.abc import Callable
 
 import numpy as np
 import torch
@@ -28,7 +30,7 @@ from stapel_rl.models.checkpoint import load
 from stapel_rl.train.config import DistributedConfig
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.selfplay import SelfPlayConfig
-from stapel_rl.train.workers import WorkerPlay, WorkerSpec
+from stapel_rl.train.workers import Batch, WorkerPlay, WorkerSpec
 
 ROOT = pathlib.Path(__file__).resolve().parents[1]
 
@@ -39,7 +41,9 @@ def weights_and_config() -> "tuple[dict[str, np.ndarray], dict]":
     return {k: v.numpy() for k, v in saved["model"].items()}, config
 
 
-def timed(request, collect, positions: int, rounds: int) -> "tuple[float, list[float]]":
+def timed(
+    request: Callable[[int], object], collect: Callable[[], Batch], positions: int, rounds: int
+) -> "tuple[float, list[float]]":
     """Positions/s over ``rounds`` request-collect cycles after a warm-up; and each worker's own rate."""
     request(positions)
     collect()
@@ -59,13 +63,11 @@ def main() -> None:
     args = parser.parse_args()
     weights, model_config = weights_and_config()
     spec = WorkerSpec("I", 600, model_config, "auto", SelfPlayConfig(16, "gumbel"), 128, (0, 0, 0))
-    results = {}
+    results: "dict[str, tuple[float, list[float]]]" = {}
 
     threads = torch.get_num_threads()
     local = WorkerPlay(spec, -1, threads=threads)
-    from stapel_rl.train.workers import Batch
-
-    answers: list = []
+    answers: "list[tuple]" = []
     rate, _ = timed(
         lambda n: answers.append(local.play(weights, 0, n)),
         lambda: Batch.join([answers.pop()]),
@@ -80,7 +82,7 @@ def main() -> None:
         try:
             pool.pids()  # started
             results[f"{actors} Ray actor{'s' if actors > 1 else ''}"] = timed(
-                lambda n, pool=pool: pool.request(weights, n), pool.collect, args.positions, args.rounds
+                functools.partial(pool.request, weights), pool.collect, args.positions, args.rounds
             )
         finally:
             pool.close()

@@ -35,6 +35,7 @@ from bench_net import BASELINE, TRAINED, measure
 
 from stapel_rl.env.observation import canonical_mask, encode
 from stapel_rl.env.sampling import random_positions
+from stapel_rl.env.state import State
 from stapel_rl.models import NetworkEvaluator
 from stapel_rl.models.accuracy import policy_kl
 from stapel_rl.models.checkpoint import load_network
@@ -152,16 +153,14 @@ def main() -> None:
         if (ov := openvino_request(path, args.threads)) is not None:
             runners[f"openvino {recipe}"] = ov
 
-    evaluators: "dict[str, Callable[[Any], Any]]" = {
+    def encoding(run: "Callable[[np.ndarray], Any]") -> "Callable[[State], Any]":
+        # Each path encodes its planes, as the evaluator does: only the rotation of Black's policy is left out.
+        return lambda state: run(encode(state, net.layout).astype(np.float32))
+
+    evaluators: "dict[str, Callable[[State], Any]]" = {
         BASELINE: NetworkEvaluator(net, "cpu", precision="fp32", fold=False)
     }
-    # Each path encodes its planes, as the evaluator does: only the rotation of Black's policy is left out.
-    evaluators.update(
-        {
-            name: (lambda state, run=run: run(encode(state, net.layout).astype(np.float32)))
-            for name, run in runners.items()
-        }
-    )
+    evaluators.update({name: encoding(run) for name, run in runners.items()})
     rates = measure(evaluators, test, args.rounds, calls=8)
     print(f"\n{'path':>49} {'positions/s':>12} {'vs fp32':>8}")
     for name, rate in rates.items():

@@ -50,6 +50,7 @@ from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.network_agents import MCTSAgent
 from stapel_rl.mcts import SearchConfig, gumbel, search
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
+from stapel_rl.models.evaluator import Evaluator
 from stapel_rl.models.fused import bf16_native, resolve_precision
 
 
@@ -58,7 +59,7 @@ def midgame(batch: int, plies: int, rng: np.random.Generator) -> State:
     return random_positions("I", batch, plies, rng)
 
 
-def sims_per_second(state, evaluator, config: SearchConfig, repeats: int) -> float:
+def sims_per_second(state: State, evaluator: Evaluator, config: SearchConfig, repeats: int) -> float:
     rng = np.random.default_rng(0)
     out = search(state, evaluator, config, rng)  # warm-up; its arrays are reused below
     start = time.perf_counter()
@@ -117,6 +118,14 @@ def positions_with_a_choice(variant: str, count: int, rng: np.random.Generator) 
     return take(state, choice[:count])
 
 
+def network_mcts_agent(spec: str) -> "tuple[MCTSAgent, NetworkEvaluator]":
+    """The agent ``spec`` makes and its network evaluator; ``SystemExit`` if it is not a network's MCTS agent."""
+    agent = make_agent(spec)
+    if not isinstance(agent, MCTSAgent) or not isinstance(agent.evaluator, NetworkEvaluator):
+        raise SystemExit(f"bench_mcts: --agent must name a network's MCTS agent (mcts:PATH), got {spec!r}")
+    return agent, agent.evaluator
+
+
 def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, repeats: int) -> "dict[str | int, float]":
     """Median simulations/s of ``spec`` searching one game at a time: "before" (see part 4) and each
     leaves-per-call count.
@@ -125,12 +134,13 @@ def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, re
     the machine's load falls on all alike; ``batch=1`` is searched without the solver, as before it.
     """
     agents: "dict[str | int, MCTSAgent]" = {}
+    evaluators: "dict[int, NetworkEvaluator]" = {}
     for k in batches:
         extra = ":solver=off" if k == 1 else ""
-        agents[k] = make_agent(f"{spec}:sims={sims}:batch={k}:reuse=off{extra}")
+        agents[k], evaluators[k] = network_mcts_agent(f"{spec}:sims={sims}:batch={k}:reuse=off{extra}")
     plain = agents[1]
     cpu = torch.device("cpu")
-    torch_net = NetworkEvaluator(plain.evaluator.net, device=cpu, precision=resolve_precision("auto", cpu, onnx=False))
+    torch_net = NetworkEvaluator(evaluators[1].net, device=cpu, precision=resolve_precision("auto", cpu, onnx=False))
     agents = {"before": dataclasses.replace(plain, evaluator=torch_net, warm=False), **agents}
     rates: "dict[str | int, list[float]]" = {k: [] for k in agents}
     rng = np.random.default_rng(0)
@@ -140,17 +150,17 @@ def agent_rates(spec: str, sims: int, batches: "list[int]", positions: State, re
     for _ in range(repeats):
         for game in range(positions.batch_size):
             one = take(positions, np.array([game]))
-            for k, agent in agents.items():
+            for key, agent in agents.items():
                 start = time.perf_counter()
                 agent(one, rng)
-                rates[k].append(agent.simulations / (time.perf_counter() - start))
+                rates[key].append(agent.simulations / (time.perf_counter() - start))
     return {k: float(np.median(r)) for k, r in rates.items()}
 
 
 def bench_agent(args: argparse.Namespace, repeats: int) -> None:
     batches = sorted({1, *(int(b) for b in args.batches.split(","))})
-    probe = make_agent(f"{args.agent}:sims=1")
-    precision = getattr(probe.evaluator, "precision", "?")
+    _, probe = network_mcts_agent(f"{args.agent}:sims=1")
+    precision = probe.precision
     print(
         f"\n4. agent '{args.agent}' searching one game of Variant {args.variant}, "
         f"{args.agent_sims} simulations a search, network {precision}, {torch.get_num_threads()} torch threads; "

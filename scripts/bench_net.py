@@ -39,6 +39,7 @@ import dataclasses
 import pathlib
 import statistics
 import time
+from collections.abc import Callable, Mapping
 
 import numpy as np
 import torch
@@ -46,6 +47,7 @@ import torch
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env.observation import LAYOUTS, NUM_PLANES
 from stapel_rl.env.sampling import random_positions
+from stapel_rl.env.state import State
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.accuracy import compare
 from stapel_rl.models.checkpoint import load_network
@@ -128,7 +130,9 @@ def conv_ceiling(rounds: int) -> float:
     return best
 
 
-def measure(evaluators: "dict[str, NetworkEvaluator]", state, rounds: int, calls: int) -> "dict[str, float]":
+def measure(
+    evaluators: "Mapping[str, Callable[[State], object]]", state: State, rounds: int, calls: int
+) -> "dict[str, float]":
     """Median positions/s of each evaluator over ``rounds`` interleaved rounds of ``calls`` calls."""
     rates: "dict[str, list[float]]" = {name: [] for name in evaluators}
     for evaluator in evaluators.values():

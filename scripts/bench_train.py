@@ -54,7 +54,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     data = batches(args.layout, args.batch, 8, np.random.default_rng(0))
     config = dataclasses.replace(PRESETS[args.size], layout=args.layout)
-    rates = {"fp32": [], "bf16": []}
+    rates: "dict[str, list[float]]" = {"fp32": [], "bf16": []}
     losses = {}
     for _ in range(args.rounds):  # interleaved, so both see the same machine
         for precision in rates:

@@ -26,7 +26,11 @@ from stapel_rl.eval.arena import play_match  # noqa: E402
 
 
 def iteration(path: str) -> int:
-    return int(re.search(r"(\d+)\.pt$", path).group(1))
+    """The training iteration in a checkpoint's name (``.../ckpt_00000042.pt``: 42)."""
+    match = re.search(r"(\d+)\.pt$", path)
+    if match is None:
+        raise SystemExit(f"eval_checkpoints: {path} does not end in <iteration>.pt")
+    return int(match.group(1))
 
 
 def main() -> None:
@@ -41,7 +45,7 @@ def main() -> None:
     rows = []
     for path in sorted(args.checkpoints, key=iteration):
         agent = make_agent(f"mcts:{path}:sims={args.sims}")
-        row = {"iteration": iteration(path)}
+        row: "dict[str, float]" = {"iteration": iteration(path)}
         for name in ("random", "greedy"):
             result = play_match(agent, make_agent(name), args.variant, args.games, np.random.default_rng(0))
             row[name] = result.score

@@ -262,7 +262,9 @@ def write_json_atomic(path: pathlib.Path, data: dict) -> None:
         raise
 
 
-def evaluate_split(data: Games, holdout: int, weights: "dict[str, np.ndarray]", l2: float) -> "tuple[np.ndarray, dict]":
+def evaluate_split(
+    data: Games, holdout: int, weights: "dict[str, np.ndarray]", l2: float
+) -> "tuple[np.ndarray, np.ndarray, dict]":
     """Fit on the training games; log-losses on the held-out ones. Returns ``(beta, centi-men weights, figures)``;
     ``weights`` must hold ``played``, the weights the games were played with."""
     test = data.game % holdout == 0 if holdout > 1 else np.zeros(data.y.size, bool)

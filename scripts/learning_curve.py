@@ -24,6 +24,7 @@ import argparse
 import json
 import pathlib
 import sys
+from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
@@ -32,6 +33,9 @@ from stapel_rl.eval.ratings import games_between, rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
 from stapel_rl.models.checkpoint import list_checkpoints, load
 from stapel_rl.records import code_version, load_jsonl
+
+if TYPE_CHECKING:  # matplotlib is imported where the figure is drawn, after its backend is chosen
+    from matplotlib.axes import Axes
 
 #: Anchors from random play to the classical engine at 1 s a move, so that the scale does not saturate.
 DEFAULT_LADDER = [
@@ -65,7 +69,7 @@ def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, fl
     return points
 
 
-def draw_curve(ax, xs: "list[float]", rows: "list[dict]", label: str) -> None:
+def draw_curve(ax: Axes, xs: "list[float]", rows: "list[dict]", label: str) -> None:
     """One curve of Elo (``rows``' ``elo``) against ``xs`` on ``ax``, its 95% interval as a band."""
     (line,) = ax.plot(xs, [r["elo"] for r in rows], marker="o", ms=4, label=label)
     ax.fill_between(xs, [r["ci_low"] for r in rows], [r["ci_high"] for r in rows], color=line.get_color(), alpha=0.2)

@@ -24,12 +24,12 @@ import numpy as np
 from tqdm import tqdm
 
 from stapel_rl.classical import Position, Searcher
-from stapel_rl.env import apply_move, get_variant, initial_fen, legal_moves
+from stapel_rl.env import Variant, apply_move, get_variant, initial_fen, legal_moves
 from stapel_rl.eval.openings import suite_path
 from stapel_rl.records import code_version
 
 
-def candidates(variant, count: int, min_plies: int, max_plies: int, rng: np.random.Generator) -> "list[str]":
+def candidates(variant: Variant, count: int, min_plies: int, max_plies: int, rng: np.random.Generator) -> "list[str]":
     """Up to ``count`` distinct positions after a random number of random full moves (games not over)."""
     seen: "dict[str, None]" = {}
     for _ in range(50 * count):

@@ -26,11 +26,14 @@ import collections
 import contextlib
 import dataclasses
 import time
+import types
+from collections.abc import Iterator
+from typing import Any
 
 import numpy as np
 import torch
 from hydra import compose, initialize_config_dir
-from omegaconf import OmegaConf
+from omegaconf import DictConfig, OmegaConf
 
 import stapel_rl.env.engine as engine_module
 import stapel_rl.train.selfplay as selfplay_module
@@ -39,15 +42,18 @@ from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkEvaluator, PolicyValueNet
 from stapel_rl.models.checkpoint import load
 from stapel_rl.train.app import CONFIG_DIR
+from stapel_rl.train.config import Config
 from stapel_rl.train.selfplay import SelfPlay
 
 
 @contextlib.contextmanager
-def timed(module, name: str, totals: "collections.Counter", inside: "list[str]"):
+def timed(
+    module: types.ModuleType, name: str, totals: "collections.defaultdict[str, float]", inside: "list[str]"
+) -> Iterator[None]:
     """Replace ``module.name`` by a wrapper adding its wall time to ``totals[name (where)]``."""
     original = getattr(module, name)
 
-    def wrapper(*args, **kwargs):
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
         if name == "search":  # count the searched positions (live games) and simulations
             live = int((~args[0].done).sum())
             totals["searched positions"] += live
@@ -68,9 +74,11 @@ def timed(module, name: str, totals: "collections.Counter", inside: "list[str]")
         setattr(module, name, original)
 
 
-def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> float:
+def profile(cfg: DictConfig, positions: int, precision: str, checkpoint: "str | None") -> float:
     """Print where self-play time goes; returns the positions searched per second."""
     config = OmegaConf.to_object(cfg)  # the training schema's dataclasses (stapel_rl/train/config.py)
+    if not isinstance(config, Config):
+        raise TypeError(f"the composed config is a {type(config).__name__}, not the training schema's Config")
     variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
     net = PolicyValueNet(config.model.for_variant(variant))
     if checkpoint:
@@ -83,7 +91,7 @@ def profile(cfg, positions: int, precision: str, checkpoint: "str | None") -> fl
     selfplay = SelfPlay(variant, evaluator, config.mcts, t.num_games, np.random.default_rng(0))
     selfplay.play(1)  # warm-up: first kernels, first trees
     evaluator.reset_stats()
-    totals: "collections.Counter" = collections.Counter()
+    totals: "collections.defaultdict[str, float]" = collections.defaultdict(float)
     inside: "list[str]" = []
     with (
         timed(selfplay_module, "search", totals, inside),

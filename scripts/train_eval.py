@@ -104,7 +104,7 @@ def main(argv: "list[str] | None" = None) -> int:
         data.update({name: np.array(getattr(args, name)) for name in GAME_SETTINGS})
         if args.data:
             pathlib.Path(args.data).parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(args.data, **data)
+            np.savez_compressed(args.data, allow_pickle=False, **data)
     weights = load_weights(args.variant)
     held, valid = data["game"] % args.holdout == 0, data["game"] % args.holdout == 1
     train_rows, valid_rows, test_rows = np.flatnonzero(~held & ~valid), np.flatnonzero(valid), np.flatnonzero(held)

@@ -17,7 +17,7 @@ import random
 import shutil
 import urllib.parse
 
-from playwright.sync_api import sync_playwright
+from playwright.sync_api import Page, sync_playwright
 
 from stapel_rl.cli.serve import start_in_thread
 from stapel_rl.web import create_app
@@ -37,7 +37,7 @@ CHROMIUM_ARGS = [
 ]
 
 
-def play_by_clicks(page, rng: random.Random, plies: int, min_height: int) -> None:
+def play_by_clicks(page: Page, rng: random.Random, plies: int, min_height: int) -> None:
     """Click random legal moves (captures first) until ``plies`` are played and a stack of ``min_height`` stands."""
     for _ in range(200):
         game = page.evaluate("() => S.game")
