@@ -1,11 +1,18 @@
 """The import contract: the package's layers only point down, with no circles.
 
 Read from the source (the AST), not by importing: every ``import`` of a
-``stapel_rl`` module is an edge, and an edge from a lower layer to a higher
-one, or between two packages of one layer, fails with the file and line.
+``stapel_rl`` module is an edge (at the top of a module, under
+``TYPE_CHECKING``, inside a function, or an ``importlib.import_module`` of a
+literal name), and an edge from a lower layer to a higher one, or between two
+packages of one layer, fails with the file and line. A module listed above its
+package (``stapel_rl.env.gym_env`` above ``stapel_rl.env``) is placed there
+only to order the package's own modules: outside its package it imports
+nothing above the package's layer (such a listing of ``stapel_rl.env.wrappers``
+above ``stapel_rl.eval`` once hid the env layer's import of agents).
 Imports inside functions are allowed only for optional extras and
-platform-specific modules (``OPTIONAL``): the rest of the package names its
-dependencies at the top of each module.
+platform-specific modules (``OPTIONAL``) and the deprecated paths
+(``DEPRECATED_PATHS``): the rest of the package names its dependencies at the
+top of each module.
 """
 
 from __future__ import annotations
@@ -81,6 +88,22 @@ def layer_of(module: str) -> "tuple[int, str]":
     return best
 
 
+def dynamic_import(call: ast.Call) -> "str | None":
+    """The module ``call`` imports if it is ``importlib.import_module("name")`` or ``__import__("name")`` of a
+    literal absolute name, else None."""
+    func = call.func
+    called = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    first = call.args[0] if call.args else None
+    if called in ("import_module", "__import__") and isinstance(first, ast.Constant) and isinstance(first.value, str):
+        return None if first.value.startswith(".") else first.value
+    return None
+
+
+def home(module: str) -> "tuple[int, str]":
+    """The layer of the package a module belongs to (``stapel_rl.env`` for ``stapel_rl.env.gym_env``)."""
+    return layer_of(".".join(module.split(".")[:2]))
+
+
 def imports(path: pathlib.Path, root: pathlib.Path = PACKAGE.parent) -> "list[tuple[str, int, bool]]":
     """``(imported module, line, inside a function)`` for each import in ``path`` (a file under ``root``)."""
     tree = ast.parse(path.read_text(), str(path))
@@ -94,7 +117,9 @@ def imports(path: pathlib.Path, root: pathlib.Path = PACKAGE.parent) -> "list[tu
     package = here if path.name == "__init__.py" else here[:-1]
     found = []
     for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+        if isinstance(node, ast.Call) and (dynamic := dynamic_import(node)) is not None:
+            names = [dynamic]
+        elif isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
             base = ".".join(package[: len(package) - node.level + 1]) if node.level else ""
@@ -114,7 +139,7 @@ def imports(path: pathlib.Path, root: pathlib.Path = PACKAGE.parent) -> "list[tu
 
 
 def edges(root: pathlib.Path) -> "list[tuple[str, str, str]]":
-    """``(importer, imported, where)`` for every module-level import of a ``stapel_rl`` module under ``root``."""
+    """``(importer, imported, where)`` for every import of a ``stapel_rl`` module under ``root`` (see the top)."""
     out = []
     for path in sorted((root / "stapel_rl").rglob("*.py")):
         importer = module_name(path, root)
@@ -133,6 +158,15 @@ def against_the_layers(root: pathlib.Path) -> "list[str]":
         (low, low_name), (high, high_name) = layer_of(imported), layer_of(importer)
         if low > high or (low == high and low_name != high_name):
             wrong.append(f"{where}: {importer} ({high_name}) imports {imported} ({low_name})")
+            continue
+        # A package's __main__ is a program (python -m), which the package never imports.
+        (top, package) = home(importer)
+        outside = not (imported == package or imported.startswith(package + "."))
+        if outside and importer.split(".")[-1] != "__main__" and (low > top or (low == top and low_name != package)):
+            wrong.append(
+                f"{where}: {importer} ({high_name}, a module of {package}) imports {imported} ({low_name}), "
+                f"above its package's layer"
+            )
     return wrong
 
 
@@ -206,6 +240,20 @@ def test_the_engine_imports_neither_gymnasium_nor_torch(module):
     assert out.stdout.strip() == "[]"
 
 
+def test_the_old_path_of_versus_agent_loads_no_agents_until_asked():
+    """``stapel_rl.env.wrappers`` (``DEPRECATED_PATHS``) loads ``stapel_rl.eval`` only once ``VersusAgent`` is read."""
+    code = (
+        "import sys, warnings, stapel_rl.env.wrappers\n"
+        "print(sorted(m for m in sys.modules if m.startswith('stapel_rl.eval')))\n"
+        "with warnings.catch_warnings(record=True) as caught:\n"
+        "    warnings.simplefilter('always')\n"
+        "    from stapel_rl.env.wrappers import VersusAgent\n"
+        "print(VersusAgent.__module__, [w.category.__name__ for w in caught])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.splitlines() == ["[]", "stapel_rl.eval.versus ['DeprecationWarning']"]
+
+
 def test_stapel_match_loads_no_torch_before_its_jobs_start():
     """A spawned job of ``stapel-match --jobs N`` re-imports the main module before its set-up runs:
     torch loaded there starts with the machine's threads (the thread bug fixed in 333b419)."""
@@ -215,12 +263,17 @@ def test_stapel_match_loads_no_torch_before_its_jobs_start():
 
 
 def test_the_contract_sees_wrong_imports(tmp_path):
-    """The checker itself, on a made-up package: an upward import, a cycle, an import inside a function."""
+    """The checker itself, on a made-up package: upward imports (at the top, inside a function, by
+    ``importlib``, from a module listed above its package), a cycle, an import inside a function."""
     for name, text in {
         "stapel_rl/__init__.py": "",
         "stapel_rl/env/__init__.py": "",
         "stapel_rl/env/engine.py": "from stapel_rl.train import trainer\n\n\ndef f():\n    import torch\n",
         "stapel_rl/env/lazy.py": "def f():\n    from stapel_rl.eval import agents\n",
+        "stapel_rl/env/dynamic.py": "import importlib\n\nX = importlib.import_module('stapel_rl.eval.agents')\n",
+        # listed above its package (to follow gym_env), and above records: still the env package's module
+        "stapel_rl/env/pettingzoo_env.py": "from stapel_rl import records\n",
+        "stapel_rl/records.py": "",
         "stapel_rl/eval/__init__.py": "",
         "stapel_rl/eval/agents.py": "",
         "stapel_rl/train/__init__.py": "",
@@ -230,10 +283,14 @@ def test_the_contract_sees_wrong_imports(tmp_path):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text(text)
     assert against_the_layers(tmp_path) == [
+        "stapel_rl/env/dynamic.py:3: stapel_rl.env.dynamic (stapel_rl.env) imports "
+        "stapel_rl.eval.agents (stapel_rl.eval)",
         "stapel_rl/env/engine.py:1: stapel_rl.env.engine (stapel_rl.env) imports "
         "stapel_rl.train.trainer (stapel_rl.train)",
         # an upward import inside a function (as env/wrappers.py's of VersusAgent was at module level)
         "stapel_rl/env/lazy.py:2: stapel_rl.env.lazy (stapel_rl.env) imports stapel_rl.eval.agents (stapel_rl.eval)",
+        "stapel_rl/env/pettingzoo_env.py:1: stapel_rl.env.pettingzoo_env (stapel_rl.env.pettingzoo_env, a module of "
+        "stapel_rl.env) imports stapel_rl.records (stapel_rl.records), above its package's layer",
     ]
     assert cycles(tmp_path) == [["stapel_rl.train.app", "stapel_rl.train.trainer"]]
     assert inline_imports(tmp_path) == [
