@@ -1,6 +1,7 @@
 """The options every command that plays matches shares: ``stapel-match``, ``stapel-tournament``, ``stapel-sprt``.
 
-No torch here: a ``stapel-match`` job imports this module before it sets its threads (``match._one_core``).
+No torch here: a ``stapel-match`` worker may import this module before it sets its threads
+(``stapel_rl.eval.parallel.one_core``).
 """
 
 from __future__ import annotations

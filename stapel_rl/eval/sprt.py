@@ -14,9 +14,10 @@ import math
 import numpy as np
 
 from stapel_rl.env import Variant, engine
-from stapel_rl.eval.agents import Agent
+from stapel_rl.eval.agents import Agent, clock, make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.openings import opening_fens
+from stapel_rl.eval.parallel import Pool, agent_of, play_in_parallel
 from stapel_rl.eval.pentanomial import Pentanomial, expected_score
 
 __all__ = ["SPRT", "expected_score", "run_sprt"]
@@ -59,8 +60,8 @@ class SPRT:
 
 
 def run_sprt(
-    a: Agent,
-    b: Agent,
+    a: "Agent | str",
+    b: "Agent | str",
     variant: Variant,
     test: SPRT,
     batch_pairs: int,
@@ -70,21 +71,56 @@ def run_sprt(
     verbose: bool = True,
     openings: str = "suite",
     one_at_a_time: bool = False,
+    jobs: int = 1,
+    pool: "Pool | None" = None,
+    fresh: bool = False,
 ) -> str:
     """Play pairs until ``test`` decides; returns "H0", "H1" or "continue" (undecided).
 
-    ``batch_pairs`` pairs are played between two looks at the test, in one batch where neither agent
-    has a clock; with a clock on either side (a ``time=`` budget per decision of each game), or with
-    ``one_at_a_time`` (a test at equal time), the agents are called with one game at a time
-    (``play_match``)."""
+    ``a`` and ``b`` are agents or agent specs. ``batch_pairs`` pairs are played between two looks at the
+    test, in one batch where neither agent has a clock; with a clock on either side (a ``time=`` budget per
+    decision of each game), or with ``one_at_a_time`` (a test at equal time), the agents are called with
+    one game at a time (``play_match``). With ``jobs`` > 1, or the workers of ``pool`` (kept across tests),
+    each batch's pairs are shared out among processes of one core each (``stapel_rl.eval.parallel``):
+    ``a`` and ``b`` must then be specs. Specs name the process's agents (``agent_of``) or, ``fresh``,
+    agents built for this test (in workers: for each task), so that node-limited games replay exactly.
+    """
+    if jobs < 1:
+        raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if pool is None and jobs > 1:
+        with Pool(jobs) as workers:
+            return run_sprt(
+                a,
+                b,
+                variant,
+                test,
+                batch_pairs,
+                max_pairs,
+                opening_plies,
+                seed,
+                verbose=verbose,
+                openings=openings,
+                one_at_a_time=one_at_a_time,
+                pool=workers,
+            )
+    if pool is not None and not (isinstance(a, str) and isinstance(b, str)):
+        raise ValueError("an SPRT played in worker processes takes the agents as specs")
+    first, second = ((make_agent if fresh else agent_of)(x) if isinstance(x, str) else x for x in (a, b))
+    one_at_a_time = one_at_a_time or (pool is not None and any(clock(x) is not None for x in (first, second)))
     rng = np.random.default_rng(seed)
     batch = 0
     while test.status() == "continue" and len(test.scores) < max_pairs:
         fens = opening_fens(
             variant, batch_pairs, openings, opening_plies, seed=seed * 7919 + batch, offset=batch * batch_pairs
         )
-        start = engine.from_fens([f for f in fens for _ in range(2)], variant)
-        result = play_match(a, b, variant, 2 * batch_pairs, rng, start=start, one_at_a_time=one_at_a_time)
+        if pool is not None:
+            task_seed = int(rng.integers(1 << 30))
+            result, _ = play_in_parallel(
+                str(a), str(b), variant.name, fens, task_seed, one_at_a_time, 0, pool=pool, fresh=fresh
+            )
+        else:
+            start = engine.from_fens([f for f in fens for _ in range(2)], variant)
+            result = play_match(first, second, variant, 2 * batch_pairs, rng, start=start, one_at_a_time=one_at_a_time)
         for pair in result.scores.reshape(-1, 2):
             test.add_pair(float(pair.mean()))
         batch += 1

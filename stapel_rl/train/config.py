@@ -133,6 +133,8 @@ class MinimaxConfig:
     )  # agent specs every generation's network is rated against (a fixed panel)
     panel_pairs: int = 4  # colour-swapped pairs per panel opponent, from random 4-ply openings
     threads: int = 1  # torch threads (1: training is reproducible from the seed)
+    jobs: int = 2  # processes of one core each that play the self-play games, gate and panel pairs (the
+    # positions a generation plays do not depend on it; timed matches do, as any timed game does)
 
 
 @dataclasses.dataclass

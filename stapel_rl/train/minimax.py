@@ -8,7 +8,8 @@ Generation 0 is the starting evaluation (``minimax.start``). Each generation the
 
 1. plays ``minimax.games`` games of the compiled alpha-beta engine against itself with the current
    evaluation (``stapel_rl.classical.selfplay``: random openings, jittered node budgets, random moves
-   with probability ``epsilon``) and keeps their quiet positions (``positions.npz``);
+   with probability ``epsilon``) and keeps their quiet positions (``positions.npz``); game ``i`` plays
+   from its own random stream, so the positions are the same whatever ``minimax.jobs`` shares them out;
 2. labels them ``(1 - value_mix) * result + value_mix * sigmoid(k * search score)`` and trains a new
    network on the positions of the newest ``window`` generations, warm-started from the current one
    (``stapel_rl.classical.trainer``; ``candidate.npz``);
@@ -20,6 +21,8 @@ Generation 0 is the starting evaluation (``minimax.start``). Each generation the
    (``net.npz``; the promoted one also as ``best.npz``), writes TensorBoard scalars and the loop's
    state (``loop.json``, atomically: the generation finished, the current evaluation, the history).
 
+Games, gate and panel pairs are played by ``minimax.jobs`` processes of one core each
+(``stapel_rl.eval.parallel``), the engines given to them as agent specs (``classical:eval=PATH``).
 Every phase's result is a file written atomically and every phase's randomness comes from
 ``(seed, generation, phase)``: after a kill the same command goes on from the last finished phase, and
 with node-limited matches (``match_nodes``) the run ends as an uninterrupted one would.
@@ -27,6 +30,8 @@ with node-limited matches (``match_nodes``) the run ends as an uninterrupted one
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import io
 import json
 import pathlib
@@ -45,11 +50,10 @@ from stapel_rl.classical.evaluation import NUM_FEATURES, load_weights
 from stapel_rl.classical.searcher import Searcher
 from stapel_rl.classical.selfplay import best_scale, collect, labels
 from stapel_rl.classical.trainer import FitSettings, Model, fit, from_net, to_net
-from stapel_rl.env import Variant, engine, get_variant
-from stapel_rl.eval.agents import make_agent
-from stapel_rl.eval.arena import play_match
-from stapel_rl.eval.classical_agent import ClassicalAgent
+from stapel_rl.env import Variant, get_variant
+from stapel_rl.eval.agents import clock, make_agent
 from stapel_rl.eval.openings import opening_fens
+from stapel_rl.eval.parallel import Pool, agent_of, play_in_parallel
 from stapel_rl.eval.pentanomial import elo_of
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.records import atomic_write_bytes, code_version
@@ -68,7 +72,7 @@ def check(m: MinimaxConfig) -> None:
     if m.start not in STARTS and not m.start.endswith(".npz"):
         raise ValueError(f"minimax.start must be one of {', '.join(STARTS)} or a network .npz, got {m.start!r}")
     positive = ("generations", "games", "nodes", "window", "holdout", "width", "hidden", "epochs", "patience")
-    for name in (*positive, "batch_size", "gate_max_pairs", "gate_batch_pairs", "threads"):
+    for name in (*positive, "batch_size", "gate_max_pairs", "gate_batch_pairs", "threads", "jobs"):
         if getattr(m, name) < 1:
             raise ValueError(f"minimax.{name} must be at least 1, got {getattr(m, name)}")
     if m.holdout < 2:
@@ -129,15 +133,24 @@ def starting_point(m: MinimaxConfig, variant: Variant, seed: int, out_dir: pathl
     return state
 
 
-def engine_agent(net: "nnue.Net | None", variant: Variant, m: MinimaxConfig, name: str) -> ClassicalAgent:
-    """The engine with ``net`` (``None``: the hand-written evaluation) at the loop's match limits."""
-    return ClassicalAgent(
-        time_per_move=None if m.match_nodes else m.match_time,
-        nodes=m.match_nodes or None,
-        tt_bits=18,
-        name=name,
-        weights_variant=variant.name,
-        net=net,
+def engine_spec(net: "pathlib.Path | None", m: MinimaxConfig) -> str:
+    """The agent spec of the engine with the network file ``net`` (``None``: the hand-written evaluation)
+    at the loop's match limits."""
+    limit = f"nodes={m.match_nodes}" if m.match_nodes else f"time={m.match_time:g}"
+    if net is None:
+        return f"classical:{limit}"
+    if ":" in str(net):
+        raise ValueError(f"minimax: the run's path {str(net)!r} holds ':', which agent specs cannot carry")
+    return f"classical:{limit}:eval={net}"
+
+
+def _collect(
+    variant: Variant, weights: np.ndarray, net: "nnue.Net | None", seed: "list[int]", first: int, games: int, m: Any
+) -> "dict[str, np.ndarray]":
+    """Games ``first`` to ``first + games - 1`` of a generation's self-play (in a worker process)."""
+    searcher = Searcher(variant, weights=weights, tt_bits=18, net=net)
+    return collect(
+        variant, searcher, games, seed, m.nodes, m.opening_plies, m.epsilon, m.jitter, first_game=first, progress=False
     )
 
 
@@ -149,22 +162,25 @@ def positions(
     seed: int,
     g: int,
     gdir: pathlib.Path,
+    pool: "Pool | None",
 ) -> "dict[str, np.ndarray]":
-    """Generation ``g``'s self-play positions, played now or read back after a kill."""
+    """Generation ``g``'s self-play positions, played now (in ``pool``'s workers, a chunk of games a task)
+    or read back after a kill."""
     path = gdir / "positions.npz"
     if not path.is_file():
-        searcher = Searcher(variant, weights=weights, tt_bits=18, net=best)
-        data = collect(
-            variant,
-            searcher,
-            m.games,
-            [seed, g, _GAMES],
-            m.nodes,
-            m.opening_plies,
-            m.epsilon,
-            m.jitter,
-            desc=f"generation {g} games",
-        )
+        settings = dataclasses.replace(m, panel=[])  # what a worker needs, picklable
+        chunk = max(1, min(25, -(-m.games // (4 * (pool.jobs if pool else 1)))))
+        tasks = [
+            (variant, weights, best, [seed, g, _GAMES], first, min(chunk, m.games - first), settings)
+            for first in range(0, m.games, chunk)
+        ]
+        bar = tqdm(total=m.games, desc=f"generation {g} games", unit="game", leave=False)
+        parts = []
+        for part in pool.map(_collect, tasks) if pool else (_collect(*t) for t in tasks):
+            parts.append(part)
+            bar.update(int(np.unique(part["game"]).size) if part["game"].size else 0)
+        bar.close()
+        data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         save_npz(path, data)
     return positions_of(gdir.parent.parent, g)
 
@@ -225,23 +241,32 @@ def positions_of(out_dir: pathlib.Path, g: int) -> "dict[str, np.ndarray]":
 
 
 def gate(
-    m: MinimaxConfig, variant: Variant, new: nnue.Net, best: "nnue.Net | None", seed: int, g: int, path: pathlib.Path
+    m: MinimaxConfig,
+    variant: Variant,
+    new: pathlib.Path,
+    best: "pathlib.Path | None",
+    seed: int,
+    g: int,
+    path: pathlib.Path,
+    pool: "Pool | None",
 ) -> dict:
-    """The SPRT of the new network against the current evaluation (run now, or read back)."""
+    """The SPRT of the network file ``new`` against the current evaluation (run now, or read back)."""
     if path.is_file():
         return cast(dict, json.loads(path.read_text()))
     test = SPRT(0.0, m.gate_elo1)
     status = run_sprt(
-        engine_agent(new, variant, m, f"generation {g}"),
-        engine_agent(best, variant, m, "current"),
+        engine_spec(new, m),
+        engine_spec(best, m),
         variant,
         test,
         batch_pairs=m.gate_batch_pairs,
         max_pairs=m.gate_max_pairs,
         opening_plies=4,
         seed=int(stream(seed, g, _GATE).integers(1 << 30)),
-        verbose=False,
+        verbose=True,
         openings="random",
+        pool=pool,
+        fresh=True,
     )
     result = {
         "status": status,
@@ -257,23 +282,72 @@ def gate(
     return result
 
 
-def panel(m: MinimaxConfig, variant: Variant, net: nnue.Net, seed: int, g: int) -> "dict[str, float]":
-    """The new network's score against each panel agent: colour-swapped pairs from random 4-ply openings."""
+def panel(
+    m: MinimaxConfig, variant: Variant, net: pathlib.Path, seed: int, g: int, pool: "Pool | None"
+) -> "dict[str, float]":
+    """The network file ``net``'s score against each panel agent: colour-swapped pairs from random 4-ply
+    openings."""
     scores = {}
+    mine = engine_spec(net, m)
     for i, spec in enumerate(m.panel):
         if not m.panel_pairs:
             break
         rng = np.random.default_rng([seed, g, _PANEL, i])
         fens = opening_fens(variant, m.panel_pairs, "random", 4, seed=int(rng.integers(1 << 30)))
-        start = engine.from_fens([f for f in fens for _ in range(2)], variant)
-        agent = engine_agent(net, variant, m, f"generation {g}")
-        result = play_match(agent, make_agent(spec), variant, 2 * m.panel_pairs, rng, start=start)
+        clocked = any(clock(agent_of(s)) is not None for s in (mine, spec))
+        task_seed = int(rng.integers(1 << 30))
+        result, _ = play_in_parallel(mine, spec, variant.name, fens, task_seed, clocked, m.jobs, pool=pool, fresh=True)
         scores[spec] = round(float(np.mean(result.scores)), 6)
     return scores
 
 
 def tag(spec: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec)
+
+
+def _generation(
+    m: MinimaxConfig,
+    state: dict,
+    variant: Variant,
+    best: "nnue.Net | None",
+    weights: np.ndarray,
+    seed: int,
+    g: int,
+    out_dir: pathlib.Path,
+    container: dict,
+    pool: "Pool | None",
+) -> "tuple[dict, float, float]":
+    """Generation ``g``'s games, training, gate and panel: its history record, the scale ``k`` its network
+    is in and the seconds its games took."""
+    gdir = out_dir / "generations" / f"gen_{g:04d}"
+    start = time.perf_counter()
+    data = positions(m, variant, best, weights, seed, g, gdir, pool)
+    played = time.perf_counter() - start
+    meta = {
+        "variant": variant.name,
+        "procedure": "stapel-train loop=minimax",
+        "config": container,
+        "code_version": code_version(),
+        "seed": seed,
+        "start": m.start,
+    }
+    new, k = candidate(m, state, best, weights, seed, g, out_dir, meta)
+    current = out_dir / state["best"] if state["best"] else None
+    verdict = gate(m, variant, gdir / "candidate.npz", current, seed, g, gdir / "gate.json", pool)
+    scores = panel(m, variant, gdir / "candidate.npz", seed, g, pool)
+    new.metadata = {**new.metadata, "gate": verdict, "panel": scores}
+    path = nnue.save(new, gdir / "net.npz")
+    record = {
+        "generation": g,
+        "positions": int(data["result"].size),
+        "searched": round(float(np.isfinite(data["value"]).mean()), 6),
+        "best_epoch": new.metadata["best_epoch"],
+        "validation_log_loss": round(float(new.metadata["validation_log_loss"]), 6),
+        "gate": verdict,
+        "panel": scores,
+        "current": str(path.relative_to(out_dir)) if verdict["promoted"] else state["best"],
+    }
+    return record, k, played
 
 
 def run(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
@@ -317,39 +391,15 @@ def _generations(cfg: DictConfig, config: Config, variant: Variant, out_dir: pat
     if not state["generation"]:
         writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {state['code_version']}")
     bar = tqdm(total=m.generations, initial=state["generation"], unit="gen", desc=f"minimax {variant.name}")
-    version = code_version()
     while state["generation"] < m.generations:
         g, start = state["generation"] + 1, time.perf_counter()
-        gdir = out_dir / "generations" / f"gen_{g:04d}"
-        data = positions(m, variant, best, weights, seed, g, gdir)
-        played = time.perf_counter() - start
-        meta = {
-            "variant": variant.name,
-            "procedure": "stapel-train loop=minimax",
-            "config": container,
-            "code_version": version,
-            "seed": seed,
-            "start": m.start,
-        }
-        new, k = candidate(m, state, best, weights, seed, g, out_dir, meta)
-        verdict = gate(m, variant, new, best, seed, g, gdir / "gate.json")
-        scores = panel(m, variant, new, seed, g)
-        new.metadata = {**new.metadata, "gate": verdict, "panel": scores}
-        path = nnue.save(new, gdir / "net.npz")
-        if verdict["promoted"]:
-            best, state["best"] = new, str(path.relative_to(out_dir))
-            nnue.save(new, out_dir / "best.npz")
-        record = {
-            "generation": g,
-            "positions": int(data["result"].size),
-            "searched": round(float(np.isfinite(data["value"]).mean()), 6),
-            "best_epoch": new.metadata["best_epoch"],
-            "validation_log_loss": round(float(new.metadata["validation_log_loss"]), 6),
-            "gate": verdict,
-            "panel": scores,
-            "current": state["best"],
-            "seconds": round(time.perf_counter() - start, 1),
-        }
+        with Pool(m.jobs) if m.jobs > 1 else contextlib.nullcontext() as pool:
+            record, k, played = _generation(m, state, variant, best, weights, seed, g, out_dir, container, pool)
+        if record["gate"]["promoted"]:
+            best, state["best"] = load_net(out_dir / record["current"], variant), record["current"]
+            atomic_write_bytes(out_dir / "best.npz", (out_dir / record["current"]).read_bytes())
+        record["seconds"] = round(time.perf_counter() - start, 1)
+        verdict, scores = record["gate"], record["panel"]
         state.update(generation=g, scale_k=k, history=[*state["history"], record])
         write_json(state_path, state)
         scalars = {

@@ -16,6 +16,7 @@ from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.eval import sprt as eval_sprt
 from stapel_rl.eval.agents import check_variant, clock, make_agent
 from stapel_rl.eval.arena import MatchResult, play_match
+from stapel_rl.eval.parallel import agent_of
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.records import load_jsonl
 
@@ -118,8 +119,8 @@ def test_stapel_sprt_at_equal_time(monkeypatch, capsys):
 
     monkeypatch.setattr(sprt, "run_sprt", decided)
     assert sprt.main(["classical:depth=2", "classical:time=0.05", "--time", "0.2"]) == 0
-    assert seen["a"].name == "classical:depth=2:time=0.2" and clock(seen["a"]) == 0.2
-    assert seen["b"].name == "classical:time=0.05" and clock(seen["b"]) == 0.05  # time odds: the spec's own wins
+    assert seen["a"] == "classical:depth=2:time=0.2" and clock(agent_of(seen["a"])) == 0.2
+    assert seen["b"] == "classical:time=0.05" and clock(agent_of(seen["b"])) == 0.05  # time odds: the spec's own wins
     assert seen["one_at_a_time"] is True
     assert sprt.main(["greedy", "random"]) == 0 and seen["one_at_a_time"] is False
     capsys.readouterr()

@@ -132,33 +132,27 @@ def test_match_plays_colour_swapped_pairs_from_random_openings(capsys):
 
 
 def test_match_jobs_search_on_one_thread():
-    """A job of ``stapel-match --jobs N`` runs torch on one thread, as play_in_parallel starts it:
-    with the machine's default threads, two jobs' batch-1 network calls stall each other."""
-    import concurrent.futures
-    import multiprocessing
-
+    """A worker of ``stapel-match --jobs N`` (a ``Pool``'s) runs torch on one thread: with the machine's
+    default threads, two workers' batch-1 network calls stall each other."""
     import torch
 
-    from stapel_rl.cli import match
+    from stapel_rl.eval.parallel import Pool
 
-    context = multiprocessing.get_context("spawn")
-    with concurrent.futures.ProcessPoolExecutor(
-        1, mp_context=context, initializer=match._job_process, initargs=(os.getpid(),)
-    ) as pool:
-        assert pool.submit(torch.get_num_threads).result(timeout=120) == 1
+    with Pool(1) as pool:
+        assert pool.executor.submit(torch.get_num_threads).result(timeout=120) == 1
 
 
 def test_one_core_tells_a_loaded_torch(monkeypatch):
     import torch
 
-    from stapel_rl.cli import match
+    from stapel_rl.eval.parallel import one_core
 
     before = torch.get_num_threads()
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "NUMBA_NUM_THREADS"):
         monkeypatch.delenv(name, raising=False)
     try:
         torch.set_num_threads(2)
-        match._one_core()
+        one_core()
         assert torch.get_num_threads() == 1 and os.environ["OMP_NUM_THREADS"] == "1"
     finally:
         torch.set_num_threads(before)

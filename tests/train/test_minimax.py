@@ -110,11 +110,26 @@ def test_a_generation_killed_partway_resumes_to_the_uninterrupted_result(tmp_pat
     assert_same(outcome(killed), outcome(uninterrupted))
 
 
+@pytest.mark.slow
+def test_two_jobs_play_the_same_positions_and_gate_in_workers(tmp_path, uninterrupted):
+    minimax.run(config("minimax.jobs=2", "minimax.generations=1"), tmp_path)
+    with (
+        np.load(tmp_path / "generations/gen_0001/positions.npz") as two,
+        np.load(uninterrupted / "generations/gen_0001/positions.npz") as one,
+    ):
+        assert two.files == one.files
+        for key in one.files:
+            np.testing.assert_array_equal(two[key], one[key])
+    state = json.loads((tmp_path / minimax.STATE_FILE).read_text())
+    record = state["history"][0]
+    assert record["gate"]["pairs"] >= 2 and set(record["panel"]) == {"classical:nodes=60", "alphabeta:1"}
+
+
 def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch):
     calls = []
 
     def accept(a, b, variant, test, **kwargs):  # the gate's verdict, without its games
-        calls.append((a.net, b.net))
+        calls.append((a, b))
         test.add_pair(1.0)
         return "H1"
 
@@ -125,7 +140,8 @@ def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch
     assert [r["gate"]["promoted"] for r in state["history"]] == [True, True]
     first, second = (nnue.load(tmp_path / f"generations/gen_{g:04d}/net.npz") for g in (1, 2))
     # Generation 1 is gated against the hand-written evaluation, generation 2 against generation 1.
-    assert calls[0][1] is None and np.array_equal(calls[1][1].emb, first.emb)
+    assert calls[0] == (f"classical:nodes=60:eval={tmp_path}/generations/gen_0001/candidate.npz", "classical:nodes=60")
+    assert calls[1][1] == f"classical:nodes=60:eval={tmp_path}/generations/gen_0001/net.npz"
     np.testing.assert_array_equal(nnue.load(best).emb, second.emb)
     assert second.head[1] == first.head[1]  # one scale k for the whole run
     sizes = [np.load(tmp_path / f"generations/gen_{g:04d}/positions.npz")["result"].size for g in (1, 2)]

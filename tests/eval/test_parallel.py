@@ -1,0 +1,51 @@
+"""Pairs played in worker processes: the same games as in this process, a pool kept across matches, and
+``stapel-sprt --jobs``."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from stapel_rl.cli import sprt as sprt_cli
+from stapel_rl.env import get_variant
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.openings import opening_fens
+from stapel_rl.eval.parallel import Pool, play_in_parallel
+from stapel_rl.eval.sprt import SPRT, run_sprt
+
+A, B = "classical:nodes=40", "classical:nodes=90"
+
+
+@pytest.mark.slow
+def test_fresh_node_limited_pairs_in_workers_replay_this_processs_games():
+    fens = opening_fens(get_variant("I"), 3, "random", 4, seed=5)
+    here, pair_here = play_in_parallel(A, B, "I", fens, seed=1, one_at_a_time=True, jobs=1, fresh=True)
+    with Pool(2) as pool:
+        there, pair_there = play_in_parallel(A, B, "I", fens, seed=1, one_at_a_time=True, jobs=2, pool=pool, fresh=True)
+        # The same pool plays a second match: no pair of the first is counted in it.
+        again, pair_again = play_in_parallel("alphabeta:1", "random", "II", fens[:2], 0, False, 2, pool=pool)
+        test = SPRT(0.0, 400.0)
+        status = run_sprt("alphabeta:1", "random", get_variant("I"), test, 2, 4, 4, seed=0, verbose=False, pool=pool)
+    np.testing.assert_array_equal(pair_here, [0, 0, 1, 1, 2, 2])
+    np.testing.assert_array_equal(pair_there, pair_here)
+    np.testing.assert_array_equal(there.scores, here.scores)
+    np.testing.assert_array_equal(there.plies, here.plies)
+    np.testing.assert_array_equal(pair_again, [0, 0, 1, 1])
+    assert again.scores.size == 4 and again.scores.mean() > 0.5  # one ply of search beats random moves
+    assert status in ("H1", "continue") and len(test.scores) in (2, 4) and np.mean(test.scores) > 0.5
+
+
+def test_an_sprt_in_workers_takes_specs():
+    with pytest.raises(ValueError, match="takes the agents as specs"):
+        run_sprt(make_agent("greedy"), "random", get_variant("I"), SPRT(), 2, 2, 4, seed=0, pool=object())  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="jobs must be at least 1"):
+        run_sprt("greedy", "random", get_variant("I"), SPRT(), 2, 2, 4, seed=0, jobs=0)
+
+
+@pytest.mark.slow
+def test_stapel_sprt_plays_in_two_processes(capsys):
+    argv = ["alphabeta:1", "random", "--jobs", "2", "--batch-pairs", "2", "--max-pairs", "2", "--elo1", "400"]
+    assert sprt_cli.main(argv) in (0, 3)
+    assert "after 2 pairs" in capsys.readouterr().out
+    assert sprt_cli.main(["greedy", "random", "--jobs", "0"]) == 2
+    assert "--jobs must be at least 1, got 0" in capsys.readouterr().err
