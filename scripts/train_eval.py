@@ -52,6 +52,7 @@ from stapel_rl.classical.evaluation import load_weights
 from stapel_rl.classical.selfplay import best_scale, collect, labels, log_loss
 from stapel_rl.classical.trainer import FitSettings, Model, corrections, fit, to_net
 from stapel_rl.env.variants import get_variant
+from stapel_rl.records import save_npz
 
 __all__ = ["Model", "main"]  # Model: the trained network, re-exported for the tests that load this script
 
@@ -104,7 +105,7 @@ def main(argv: "list[str] | None" = None) -> int:
         data.update({name: np.array(getattr(args, name)) for name in GAME_SETTINGS})
         if args.data:
             pathlib.Path(args.data).parent.mkdir(parents=True, exist_ok=True)
-            np.savez_compressed(args.data, allow_pickle=False, **data)
+            save_npz(args.data, data)
     weights = load_weights(args.variant)
     held, valid = data["game"] % args.holdout == 0, data["game"] % args.holdout == 1
     train_rows, valid_rows, test_rows = np.flatnonzero(~held & ~valid), np.flatnonzero(valid), np.flatnonzero(held)

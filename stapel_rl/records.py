@@ -9,11 +9,14 @@ from every whole line.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import pathlib
 import subprocess
 import tempfile
+
+import numpy as np
 
 import stapel_rl
 
@@ -50,6 +53,13 @@ def atomic_write_bytes(path: "str | os.PathLike", data: bytes) -> None:
     except BaseException:
         pathlib.Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def save_npz(path: "str | os.PathLike", arrays: "dict[str, np.ndarray]") -> None:
+    """``arrays`` as a compressed ``.npz`` file, written atomically (numeric arrays: nothing pickled)."""
+    buffer = io.BytesIO()
+    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # mypy reads **arrays as allow_pickle
+    atomic_write_bytes(path, buffer.getvalue())
 
 
 def load_jsonl(path: "str | os.PathLike") -> "list[dict]":

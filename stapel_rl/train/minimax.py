@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import io
 import json
 import pathlib
 import re
@@ -56,7 +55,7 @@ from stapel_rl.eval.openings import opening_fens
 from stapel_rl.eval.parallel import Pool, agent_of, play_in_parallel
 from stapel_rl.eval.pentanomial import elo_of
 from stapel_rl.eval.sprt import SPRT, run_sprt
-from stapel_rl.records import atomic_write_bytes, code_version
+from stapel_rl.records import atomic_write_bytes, code_version, save_npz
 from stapel_rl.train.config import Config, MinimaxConfig, config_changes, register
 
 register()
@@ -98,12 +97,6 @@ def load_net(path: "str | pathlib.Path", variant: Variant) -> nnue.Net:
             f"evaluation network {str(path)!r} is for Variant {made_for}, this run is Variant {variant.name}"
         )
     return net
-
-
-def save_npz(path: pathlib.Path, arrays: "dict[str, np.ndarray]") -> None:
-    buffer = io.BytesIO()
-    np.savez_compressed(buffer, **arrays)  # type: ignore[arg-type]  # numpy stubs: allow_pickle
-    atomic_write_bytes(path, buffer.getvalue())
 
 
 def write_json(path: pathlib.Path, data: dict) -> None:
