@@ -2,6 +2,17 @@
 
     python scripts/learning_curve.py runs/I/new runs/I/old --variant I --out tournaments/curve_I
     python scripts/learning_curve.py tournaments/curve_I/learning_curve.json --replot --plot docs/curve_I.png
+    python scripts/learning_curve.py runs/I/az runs/mm_I --time 0.1 --cores 2   # AlphaZero beside minimax
+
+A run is an AlphaZero run (``stapel-train``: its snapshots) or a minimax run
+(``stapel-train loop=minimax``, a folder with ``loop.json``): the evaluation it
+had after each generation (generation 0, its start, at 0 hours) plays as
+``classical:time=<--time>:eval=<net>``, the hand-written one as
+``classical:time=<--time>``; a generation's hours are the sum of the
+generations' seconds so far. With ``--time`` the snapshots search that many
+seconds a move instead of ``--sims`` simulations (equal time for both ways to
+learn; minimax runs need it), and ``--cores N`` reads hours as CPU-hours, N
+times the wall-clock (runs trained with N cores busy).
 
 Every run's ``snapshots/`` (``train.keep_every_minutes``) and its final
 checkpoint are played, with ``--sims`` simulations and no noise, against each
@@ -69,6 +80,27 @@ def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, fl
     return points
 
 
+def minimax_points(run_dir: pathlib.Path, seconds: float) -> "list[tuple[str, float]]":
+    """The agent spec of a minimax run's current evaluation at its start and after each generation, with
+    the run's hours then."""
+    try:
+        state = json.loads((run_dir / "loop.json").read_text())
+        history = state["history"]
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        raise ValueError(f"{run_dir} is not a minimax run with a readable loop.json ({error!r})") from None
+
+    def spec(current: "str | None") -> str:
+        return f"classical:time={seconds:g}" + (f":eval={run_dir / current}" if current else "")
+
+    first = run_dir / "generations" / "gen_0000" / "net.npz"
+    points = [(spec(str(first.relative_to(run_dir)) if first.is_file() else None), 0.0)]
+    elapsed = 0.0
+    for record in history:
+        elapsed += float(record["seconds"])
+        points.append((spec(record["current"]), elapsed / 3600.0))
+    return points
+
+
 def draw_curve(ax: Axes, xs: "list[float]", rows: "list[dict]", label: str) -> None:
     """One curve of Elo (``rows``' ``elo``) against ``xs`` on ``ax``, its 95% interval as a band."""
     (line,) = ax.plot(xs, [r["elo"] for r in rows], marker="o", ms=4, label=label)
@@ -88,7 +120,9 @@ def ladder_lines(ladder: "list[dict]", gap: float = 40.0) -> "list[tuple[float, 
     return lines
 
 
-def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, path: pathlib.Path) -> None:
+def plot(
+    curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, path: pathlib.Path, cores: int = 1
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -108,7 +142,7 @@ def plot(curves: "dict[str, list[dict]]", ladder: "list[dict]", variant: str, pa
             fontsize=8,
             xycoords=("axes fraction", "data"),
         )
-    ax.set_xlabel("training wall-clock (hours)")
+    ax.set_xlabel(f"training CPU-hours ({cores} cores x wall-clock)" if cores > 1 else "training wall-clock (hours)")
     ax.set_ylabel("Elo (alphabeta:2 = 0), 95% interval")
     ax.set_title(f"Variant {variant}: strength against training time")
     ax.grid(alpha=0.3)
@@ -135,7 +169,7 @@ def replot(results: "list[pathlib.Path]", figure: "pathlib.Path | None") -> int:
         return 2
     variant = variants.pop()
     figure = figure or results[0].parent / "learning_curve.png"
-    plot(curves, ladder, variant, figure)
+    plot(curves, ladder, variant, figure, int(saved[0].get("cores", 1)))
     print(f"plot: {figure}")
     return 0
 
@@ -149,6 +183,10 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--ladder", nargs="+", default=DEFAULT_LADDER, help="fixed opponents (agent specs)")
     parser.add_argument("--anchor", default="alphabeta:2", help="ladder member rated 0")
     parser.add_argument("--sims", type=int, default=64, help="simulations of the snapshots' search")
+    parser.add_argument(
+        "--time", type=float, default=None, help="seconds a move of every rated network instead (minimax runs need it)"
+    )
+    parser.add_argument("--cores", type=int, default=1, help="hours are CPU-hours: wall-clock times this many cores")
     parser.add_argument("--pairs", type=int, default=10, help="openings per pairing (each played with both colours)")
     parser.add_argument("--every", type=int, default=1, help="rate every n-th snapshot of each run")
     parser.add_argument("--seed", type=int, default=0)
@@ -177,11 +215,23 @@ def main(argv: "list[str] | None" = None) -> int:
         if args.labels and len(args.labels) != len(args.runs):
             raise ValueError(f"--labels names {len(args.labels)} curves for {len(args.runs)} runs")
         labels = args.labels or [pathlib.Path(r).name for r in args.runs]
-        points = {label: snapshots(pathlib.Path(r), args.every) for label, r in zip(labels, args.runs, strict=True)}
+        if args.time is not None and not args.time > 0:
+            raise ValueError(f"--time must be a positive number of seconds, got {args.time}")
+        if args.cores < 1:
+            raise ValueError(f"--cores must be at least 1, got {args.cores}")
+        entries = []  # (curve, hours, agent spec)
+        for label, run_dir in zip(labels, map(pathlib.Path, args.runs), strict=True):
+            if (run_dir / "loop.json").is_file():
+                if args.time is None:
+                    raise ValueError(f"{run_dir} is a minimax run: its engines are rated at equal time, give --time")
+                entries += [(label, h, spec) for spec, h in minimax_points(run_dir, args.time)]
+            else:
+                limit = f"time={args.time:g}" if args.time is not None else f"sims={args.sims}"
+                entries += [(label, h, f"mcts:{path}:{limit}") for path, h in snapshots(run_dir, args.every)]
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    specs = {f"mcts:{p}:sims={args.sims}": (name, hours) for name, rows in points.items() for p, hours in rows}
+    specs = list(dict.fromkeys(spec for _, _, spec in entries))  # a generation not promoted repeats its parent
     players = list(args.ladder) + list(specs)
     n = len(args.ladder)
     # The ladder among itself (fixes its spacing), then every snapshot against every ladder member.
@@ -196,8 +246,8 @@ def main(argv: "list[str] | None" = None) -> int:
     ratings = rate_games(players, games, args.anchor, args.seed)
     rows = {r["player"]: r for r in ratings.to_rows()}
     curves: "dict[str, list[dict]]" = {}
-    for spec, (name, hours) in specs.items():
-        curves.setdefault(name, []).append({**rows[spec], "hours": hours})
+    for name, hours, spec in entries:
+        curves.setdefault(name, []).append({**rows[spec], "hours": hours * args.cores, "spec": spec})
     ladder = [rows[p] for p in args.ladder]
     print(f"Variant {args.variant}, {len(games)} games, Elo with {args.anchor} = 0 (95% bootstrap interval)")
     for row in ladder:
@@ -217,6 +267,8 @@ def main(argv: "list[str] | None" = None) -> int:
                 "curves": curves,
                 "anchor": args.anchor,
                 "sims": args.sims,
+                "time": args.time,
+                "cores": args.cores,
                 "pairs": args.pairs,
                 "runs": args.runs,
                 "code_version": code_version(),
@@ -224,7 +276,7 @@ def main(argv: "list[str] | None" = None) -> int:
             indent=2,
         )
     )
-    plot(curves, ladder, args.variant, figure)
+    plot(curves, ladder, args.variant, figure, args.cores)
     print(f"plot: {figure}\nresults: {out}")
     return 0
 

@@ -138,3 +138,62 @@ def test_by_default_a_rating_and_a_replot_leave_the_committed_results_alone(tmp_
     saved.write_text(json.dumps({"variant": "I", "ladder": [{"player": "greedy", "elo": 0.0}], "curves": {"r": [row]}}))
     assert script.main([str(saved), "--replot"]) == 0
     assert (saved.parent / "learning_curve.png").is_file() and not (tmp_path / "docs").exists()
+
+
+def fake_minimax_run(directory: pathlib.Path, from_file: bool) -> pathlib.Path:
+    """A minimax run's loop.json: generation 1 not promoted, generation 2 promoted."""
+    history = [
+        {"generation": 1, "seconds": 1800.0, "current": "generations/gen_0000/net.npz" if from_file else None},
+        {"generation": 2, "seconds": 900.0, "current": "generations/gen_0002/net.npz"},
+    ]
+    (directory / "generations" / "gen_0000").mkdir(parents=True)
+    if from_file:
+        (directory / "generations" / "gen_0000" / "net.npz").write_bytes(b"")
+    (directory / "loop.json").write_text(json.dumps({"generation": 2, "history": history}))
+    return directory
+
+
+@pytest.mark.parametrize("from_file", [False, True], ids=["hand_written", "network"])
+def test_a_minimax_run_is_its_current_evaluation_after_each_generation(tmp_path, from_file):
+    script = load_script("learning_curve")
+    run = fake_minimax_run(tmp_path / "mm", from_file)
+    start = f"classical:time=0.1:eval={run}/generations/gen_0000/net.npz" if from_file else "classical:time=0.1"
+    assert script.minimax_points(run, 0.1) == [
+        (start, 0.0),
+        (start, 0.5),  # not promoted: the starting evaluation again
+        (f"classical:time=0.1:eval={run}/generations/gen_0002/net.npz", 0.75),
+    ]
+
+
+def test_a_minimax_run_needs_equal_time(tmp_path, capsys):
+    script = load_script("learning_curve")
+    run = fake_minimax_run(tmp_path / "mm", False)
+    assert script.main([str(run), "--out", str(tmp_path / "out")]) == 2
+    assert "is a minimax run: its engines are rated at equal time, give --time" in capsys.readouterr().err
+    assert script.main([str(run), "--time", "0", "--out", str(tmp_path / "out")]) == 2
+    assert script.main([str(tmp_path), "--out", str(tmp_path / "out")]) == 2  # neither kind of run
+
+
+@pytest.mark.slow
+def test_alphazero_and_minimax_runs_on_one_ladder_by_cpu_hours(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from stapel_rl.train import minimax
+    from stapel_rl.train.app import CONFIG_DIR
+
+    script = load_script("learning_curve")
+    with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=["loop=minimax", "minimax=tiny", "minimax.panel_pairs=0"])
+    minimax.run(cfg, tmp_path / "mm")
+    az = fake_run(tmp_path / "az", [30])
+    out = tmp_path / "out"
+    argv = [str(az), str(tmp_path / "mm"), "--time", "0.01", "--cores", "2", "--pairs", "1"]
+    assert script.main([*argv, "--ladder", "random", "greedy", "--anchor", "greedy", "--out", str(out)]) == 0
+    saved = json.loads((out / "learning_curve.json").read_text())
+    assert saved["cores"] == 2 and saved["time"] == 0.01
+    assert [r["hours"] for r in saved["curves"]["az"]] == pytest.approx([1.0])  # 30 minutes on 2 cores
+    assert saved["curves"]["az"][0]["spec"].endswith(":time=0.01")
+    mm = saved["curves"]["mm"]
+    assert len(mm) == 3 and mm[0]["hours"] == 0 and mm[0]["spec"] == "classical:time=0.01"
+    assert mm[1]["hours"] < mm[2]["hours"] and all(r["games"] == 4 for r in mm)
+    assert (out / "learning_curve.png").stat().st_size > 0
