@@ -16,8 +16,10 @@ Each searcher is built before its clock starts (a fresh table per search).
     python scripts/bench_classical.py [--positions 6] [--depths 2,3,4] [--net I=PATH.npz --net II=PATH.npz]
 
 With ``--net`` the same positions are also searched with that learned evaluation
-(``stapel_rl.classical.nnue``, ``scripts/train_eval.py``), its nodes/s given as a
-share of the hand-written evaluation's.
+(``stapel_rl.classical.nnue``, ``scripts/train_eval.py``; ``I=nnue`` for the packaged one), its
+nodes/s given as a share of the hand-written evaluation's. ``--widths 32,64,128`` does so for
+networks of those accumulator widths, randomly initialised (what a wider network costs a node
+before it is trained: ``minimax.width``).
 """
 
 from __future__ import annotations
@@ -98,6 +100,17 @@ def _classical_once(variant: str, states: list, depth: int) -> "tuple[int, float
     return nodes, seconds
 
 
+def random_net(variant: str, width: int, hidden: int = 16) -> nnue.Net:
+    """A randomly initialised network ``width`` wide correcting the hand-written evaluation of ``variant``."""
+    import torch
+
+    from stapel_rl.classical.evaluation import load_weights
+    from stapel_rl.classical.trainer import Model, to_net
+
+    torch.manual_seed(width)
+    return to_net(Model(width, hidden), 100.0, load_weights(variant), {"variant": variant})
+
+
 def _learned(variant: str, states: list, net: nnue.Net) -> "tuple[int, float, list[int]]":
     """Nodes, CPU seconds and depths of 1 s searches with the learned evaluation ``net``."""
     nodes, seconds, depths = 0, 0.0, []
@@ -131,8 +144,13 @@ def main() -> None:
     parser.add_argument("--positions", type=int, default=6, help="positions per variant")
     parser.add_argument("--depths", default="2,3,4", help="depths both searchers finish, timed both ways")
     parser.add_argument("--net", action="append", default=[], metavar="VARIANT=PATH", help="a learned evaluation")
+    parser.add_argument("--widths", default="", help="accumulator widths of random networks to time, e.g. 32,64,128")
     args = parser.parse_args()
-    nets = {v: nnue.load(path) for v, _, path in (item.partition("=") for item in args.net)}
+    nets = {
+        v: nnue.load_packaged(v) if path == "nnue" else nnue.load(path)
+        for v, _, path in (item.partition("=") for item in args.net)
+    }
+    widths = [int(w) for w in args.widths.split(",") if w]
     depths = [int(d) for d in args.depths.split(",")]
     print(f"CPU: {cpu_description()}; one core, one thread searching")
     start = time.perf_counter()
@@ -162,10 +180,12 @@ def main() -> None:
         )
         for budget, ds in reached.items():
             print(f"  depth completed at {budget:g} s/move: mean {np.mean(ds):.1f}, min {min(ds)}, max {max(ds)}")
-        if variant in nets:
-            net_nodes, net_seconds, net_depths = _learned(variant, states, nets[variant])
+        learned = [(nets[variant], "learned evaluation")] if variant in nets else []
+        learned += [(random_net(variant, width), "random network") for width in widths]
+        for net, what in learned:
+            net_nodes, net_seconds, net_depths = _learned(variant, states, net)
             print(
-                f"  learned evaluation ({nets[variant].width} wide): {net_nodes / net_seconds:,.0f} nodes/s in 1 s "
+                f"  {what} ({net.width} wide): {net_nodes / net_seconds:,.0f} nodes/s in 1 s "
                 f"searches, {net_nodes / net_seconds / (nodes / seconds):.2f}x the hand-written's; depth completed "
                 f"at 1 s/move: mean {np.mean(net_depths):.1f}"
             )
