@@ -1,0 +1,174 @@
+"""A warm start for AlphaZero training: a first policy-value network learned from the classical engine's games.
+
+    python scripts/warm_start.py --variant I --games 2000 --out runs/warm_I
+    stapel-train variant=I init_weights=runs/warm_I/warm_start.pt          # self-play from it
+    python scripts/warm_start.py --variant II --out runs/warm_II model=wide   # the run's model config, as overrides
+
+The engine plays ``--games`` games against itself at ``--nodes`` nodes a move (``stapel_rl.train.engine_games``:
+random openings, jittered budgets, a random move with probability ``--epsilon``), in ``--jobs`` processes;
+every ``--holdout``-th game is kept out for validation. The network of the training config (Hydra overrides
+after the options, as ``stapel-train`` takes them) is then trained for ``--steps`` gradient steps with the
+run's optimiser and value target (``train.lr``, ``train.batch_size``, ``train.value_mix``): the policy learns
+the engine's moves, the value its results and scores. The games are kept in ``--out/positions.npz``: run the
+command again after a kill and they are read back, not played again.
+
+Prints, on the held-out games, the policy's top-1 agreement with the engine and the value's mean squared
+error against the results, before and after training, and writes ``--out/warm_start.pt``, a checkpoint with
+its config, code version and these figures, which ``init_weights=`` and agent specs
+(``mcts:runs/warm_I/warm_start.pt``) load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import pathlib
+import sys
+import time
+
+import numpy as np
+import torch
+from hydra import compose, initialize_config_dir
+from omegaconf import OmegaConf
+from tqdm import tqdm
+
+from stapel_rl.env import get_variant
+from stapel_rl.env.observation import canonical_mask, encode
+from stapel_rl.eval.parallel import Pool
+from stapel_rl.models import checkpoint
+from stapel_rl.models.network import PolicyValueNet, masked_log_softmax
+from stapel_rl.records import code_version, save_npz
+from stapel_rl.train.app import CONFIG_DIR
+from stapel_rl.train.config import Config
+from stapel_rl.train.engine_games import engine_scale, play_games
+from stapel_rl.train.replay import FIELDS, Positions, ReplayBuffer
+from stapel_rl.train.trainer import Trainer
+
+
+def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Positions]":
+    """The engine's positions, training and held-out games (played now, or read back from ``path``)."""
+    if path.is_file():
+        with np.load(path) as saved:
+            arrays = {k: saved[k] for k in saved.files}
+        print(f"{arrays['value'].size} positions read back from {path}")
+    else:
+        variant, k = get_variant(args.variant), engine_scale(args.variant)
+        chunk = max(1, min(20, args.games // (4 * args.jobs) or 1))
+        tasks = [
+            (variant, min(chunk, args.games - first), [args.seed], args.nodes, 6, args.epsilon, 0.3, first, k)
+            for first in range(0, args.games, chunk)
+        ]
+        parts, bar = [], tqdm(total=args.games, desc="engine games", unit="game")
+        with Pool(args.jobs) as pool:
+            for i, part in enumerate(pool.map(play_games, tasks)):
+                parts.append({**part.arrays, "chunk": np.full(len(part), i)})  # for the hold-out split
+                bar.update(tasks[i][1])
+        bar.close()
+        arrays = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+        save_npz(path, arrays)
+    held = arrays["chunk"] % args.holdout == 0
+    split = [Positions({k: arrays[k][rows] for k in FIELDS}) for rows in (~held, held)]
+    return split[0], split[1]
+
+
+def measure(net: PolicyValueNet, valid: Positions, variant: str, layout: str) -> "tuple[float, float]":
+    """Top-1 agreement of the policy with the engine's move and the value's MSE against results."""
+    buffer = ReplayBuffer(len(valid), get_variant(variant))
+    buffer.add(valid)
+    agree, error, n = 0.0, 0.0, len(valid)
+    net.eval()
+    with torch.no_grad():
+        for start in range(0, n, 1024):
+            index = np.arange(start, min(n, start + 1024))
+            state = buffer.states(index)
+            logits, value, _ = net(torch.as_tensor(encode(state, layout)))
+            log_p = masked_log_softmax(logits, torch.as_tensor(canonical_mask(state)))
+            agree += float((log_p.argmax(1).numpy() == valid.arrays["policy"][index].argmax(1)).sum())
+            error += float(((value.numpy() - valid.arrays["value"][index]) ** 2).sum())
+    return agree / n, error / n
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--variant", default="I", choices=("I", "II"))
+    parser.add_argument("--games", type=int, default=2000, help="engine games to learn from")
+    parser.add_argument("--nodes", type=int, default=2000, help="node budget of each engine search")
+    parser.add_argument("--epsilon", type=float, default=0.05, help="chance of a random full move")
+    parser.add_argument("--steps", type=int, default=4000, help="gradient steps")
+    parser.add_argument("--holdout", type=int, default=10, help="every this-th chunk of games (20 at most) validates")
+    parser.add_argument("--jobs", type=int, default=2, help="processes that play the games")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", required=True, help="folder for positions.npz and warm_start.pt")
+    parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training config (model=..., train.lr=)")
+    args = parser.parse_args(argv)
+    for name in ("games", "nodes", "steps", "jobs"):
+        if getattr(args, name) < 1:
+            print(f"error: --{name} must be at least 1", file=sys.stderr)
+            return 2
+    if args.holdout < 2 or not 0 <= args.epsilon <= 1:
+        print("error: --holdout must be at least 2 and --epsilon in [0, 1]", file=sys.stderr)
+        return 2
+    try:
+        with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):
+            cfg = compose(config_name="config", overrides=[f"variant={args.variant}", *args.overrides])
+    except Exception as error:  # Hydra's errors for unknown keys and groups
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    config = OmegaConf.to_object(cfg)
+    assert isinstance(config, Config)
+    out = pathlib.Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    train, valid = games(args, out / "positions.npz")
+    variant = get_variant(args.variant)
+    model_config = config.model.for_variant(variant)
+    torch.manual_seed(args.seed)
+    net = PolicyValueNet(model_config)
+    t = dataclasses.replace(config.train, total_steps=args.steps, lr_schedule="cosine")
+    trainer = Trainer(net, t, torch.device("cpu"))
+    buffer = ReplayBuffer(len(train), variant)
+    buffer.add(train)
+    before = measure(net, valid, args.variant, model_config.layout)
+    rng = np.random.default_rng(args.seed)
+    bar = tqdm(range(args.steps), desc="gradient steps", unit="step")
+    for step in bar:
+        metrics = trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix))
+        if step % 50 == 0:
+            bar.set_postfix(policy=f"{metrics['loss/policy']:.3f}", value=f"{metrics['loss/value']:.3f}")
+    after = measure(net, valid, args.variant, model_config.layout)
+    figures = {
+        "positions": len(train),
+        "held_out_positions": len(valid),
+        "agreement_before": before[0],
+        "value_mse_before": before[1],
+        "agreement_after": after[0],
+        "value_mse_after": after[1],
+    }
+    print(
+        f"Variant {args.variant}: {len(train)} positions, {len(valid)} held out; policy agrees with the engine "
+        f"{100 * before[0]:.1f}% -> {100 * after[0]:.1f}%, value MSE {before[1]:.3f} -> {after[1]:.3f}; "
+        f"{time.perf_counter() - started:.0f} s"
+    )
+    path = checkpoint.save(
+        out,
+        args.steps,
+        {
+            "model": net.state_dict(),
+            "model_config": dataclasses.asdict(model_config),
+            "config": OmegaConf.to_container(cfg),
+            "variant": args.variant,
+            "seed": args.seed,
+            "counters": {"seconds": time.perf_counter() - started},
+            "warm_start": {**vars(args), **figures},
+            "code_version": code_version(),
+        },
+        keep=0,
+    )
+    target = out / "warm_start.pt"
+    path.replace(target)
+    print(f"network: {target}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,78 @@
+"""The classical engine's games as policy-value training rows, and scripts/warm_start.py."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from scripts import load_script
+from stapel_rl.classical.position import Position, row_path, step_actions
+from stapel_rl.env import get_variant
+from stapel_rl.env.geometry import ROTATE_ACTION
+from stapel_rl.env.observation import canonical_mask
+from stapel_rl.models import checkpoint
+from stapel_rl.train.engine_games import play_games
+from stapel_rl.train.replay import FIELDS, ReplayBuffer
+
+
+@pytest.mark.parametrize("name", ["I", "II"])
+def test_each_row_is_a_decision_with_the_engines_legal_move_and_the_games_result(name):
+    variant = get_variant(name)
+    positions = play_games(variant, 3, seed=4, nodes=150, k=0.01)
+    rows = positions.arrays
+    assert set(rows) == set(FIELDS) and len(positions) > 50
+    buffer = ReplayBuffer(len(positions), variant)
+    buffer.add(positions)
+    state = buffer.states(np.arange(len(positions)))
+    mask = canonical_mask(state)
+    assert (mask.sum(axis=1) > 1).all()  # forced actions are no training rows
+    assert (rows["policy"].sum(axis=1) == 1).all() and (rows["policy"].max(axis=1) == 1).all()
+    assert mask[np.arange(len(positions)), rows["policy"].argmax(axis=1)].all()  # the engine's move is legal
+    actions = rows["policy"].argmax(axis=1)
+    actions = np.where(rows["current_player"] == 1, ROTATE_ACTION[actions], actions)
+    game = np.cumsum(np.diff(rows["ply"], prepend=0) < 0)  # a new game starts at a lower ply
+    assert game[-1] == 2
+    # Where a row's action is a whole full move and the next row is the game's next ply, from the start of
+    # a full move, the next row is the position after it (the classical generator's, held to the rules).
+    checked = 0
+    for i in np.flatnonzero((rows["ply"][1:] == rows["ply"][:-1] + 1) & (game[1:] == game[:-1])):
+        pos = Position.from_state(state, int(i))
+        whole = [m for m in pos.move_rows() if step_actions(row_path(m)) == [int(actions[i])]]
+        if whole and rows["capturing"][i + 1] < 0:
+            after = pos.after(whole[0])
+            np.testing.assert_array_equal(after.h, rows["height"][i + 1])
+            np.testing.assert_array_equal(after.c, rows["colours"][i + 1])
+            checked += 1
+    assert checked > 20
+    assert np.isin(np.unique(np.abs(rows["value"])), [0.0, 1.0]).all()
+    # The result is one game's, signed by the player to move: rows of one game with the same mover agree.
+    for g in np.unique(game):
+        white = rows["value"][game == g] * np.where(rows["current_player"][game == g] == 0, 1, -1)
+        assert np.unique(white).size == 1
+    assert (np.abs(rows["root_value"]) <= 1).all() and (rows["root_value"] != 0).mean() > 0.5
+
+
+def test_games_are_the_same_however_they_are_shared_out():
+    variant = get_variant("I")
+    whole = play_games(variant, 3, seed=[9], nodes=100, k=0.01)
+    parts = [play_games(variant, 1, seed=[9], nodes=100, k=0.01, first_game=g) for g in range(3)]
+    for key in FIELDS:
+        np.testing.assert_array_equal(np.concatenate([p.arrays[key] for p in parts]), whole.arrays[key])
+
+
+@pytest.mark.slow
+def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, capsys):
+    script = load_script("warm_start")
+    argv = ["--games", "12", "--nodes", "100", "--steps", "40", "--jobs", "2", "--holdout", "3"]
+    argv += ["--out", str(tmp_path / "w"), "train.batch_size=64", "train.lr=3e-3"]
+    assert script.main(argv) == 0
+    out = capsys.readouterr().out
+    saved = checkpoint.load(tmp_path / "w" / "warm_start.pt")
+    figures = saved["warm_start"]
+    assert figures["agreement_after"] > figures["agreement_before"]
+    assert saved["variant"] == "I" and saved["code_version"] and saved["config"]["train"]["batch_size"] == 64
+    assert "policy agrees with the engine" in out and figures["held_out_positions"] > 0
+    assert script.main(argv) == 0  # again: the games are read back
+    assert "positions read back" in capsys.readouterr().out
+    assert script.main(["--games", "0", "--out", str(tmp_path / "x")]) == 2
+    assert script.main(["--out", str(tmp_path / "x"), "train.no_such_key=1"]) == 2
