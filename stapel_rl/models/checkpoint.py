@@ -79,10 +79,10 @@ def load_weights(path: "str | os.PathLike", config: NetworkConfig, variant: str)
     data = load(resolve_checkpoint(str(path)))
     if data.get("variant", variant) != variant:
         raise ValueError(f"{str(path)!r} plays Variant {data['variant']}, this run Variant {variant}")
-    saved, wanted = data.get("model_config", {}), dataclasses.asdict(config)
-    differ = [
-        f"{k}: {saved.get(k, '<absent>')} (checkpoint) != {v} (run)" for k, v in wanted.items() if saved.get(k) != v
-    ]
+    # A key the checkpoint lacks was added to the shape later: the checkpoint's network has its default.
+    saved = {**dataclasses.asdict(NetworkConfig()), **data.get("model_config", {})}
+    wanted = dataclasses.asdict(config)
+    differ = [f"{k}: {saved.get(k)} (checkpoint) != {v} (run)" for k, v in wanted.items() if saved.get(k) != v]
     if differ:
         raise ValueError(f"{str(path)!r} holds another network than this run's model config: " + "; ".join(differ))
     return data["model"]

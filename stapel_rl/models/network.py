@@ -30,6 +30,7 @@ from stapel_rl.env.observation import CELL, LAYOUTS, NUM_PLANES
 from stapel_rl.env.variants import Variant
 
 POLICY_HEADS = ("fc", "conv")
+VALUE_HEADS = ("plane", "pool")
 
 
 @dataclasses.dataclass
@@ -55,6 +56,12 @@ class NetworkConfig:
             scores a move from the features where the moving stack stands,
             the same way on every square, instead of learning each of the 200
             outputs from every cell (``policy_channels`` is then unused).
+        value_head: "plane": a 1x1 conv to one plane, then an MLP over its
+            cells (``ScalarHead``); "pool": a 1x1 conv keeping the channels,
+            then their mean and maximum over the board (global pooling, as
+            KataGo's value head), then the MLP (``PoolHead``): every channel
+            reaches the value, not one plane's worth. The points head has the
+            same form.
     """
 
     blocks: int = 6
@@ -64,12 +71,15 @@ class NetworkConfig:
     points_head: "bool | None" = None
     layout: str = "grid"
     policy_head: str = "fc"
+    value_head: str = "plane"
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {self.layout!r}")
         if self.policy_head not in POLICY_HEADS:
             raise ValueError(f"policy_head must be one of {POLICY_HEADS}, got {self.policy_head!r}")
+        if self.value_head not in VALUE_HEADS:
+            raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {self.value_head!r}")
 
     def for_variant(self, variant: Variant) -> NetworkConfig:
         """This shape with ``points_head`` decided for ``variant`` if it is None."""
@@ -128,6 +138,28 @@ class ScalarHead(nn.Module):
         return self.out(F.relu(self.hidden(h))).squeeze(1)
 
 
+class PoolHead(nn.Module):
+    """1x1 conv, then each channel's mean and maximum over the cells, then an MLP: ``[B, C, H, W] -> [B]``."""
+
+    def __init__(self, channels: int, hidden: int) -> None:
+        super().__init__()
+        self.reduce = conv_bn(channels, channels, 1)
+        self.hidden = nn.Linear(2 * channels, hidden)
+        self.out = nn.Linear(hidden, 1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = F.relu(self.reduce(x)).flatten(2)
+        pooled = torch.cat([h.mean(dim=2), h.amax(dim=2)], dim=1)
+        return self.out(F.relu(self.hidden(pooled))).squeeze(1)
+
+
+def scalar_head(config: NetworkConfig) -> nn.Module:
+    """The value (or points) head of ``config.value_head``'s form."""
+    if config.value_head == "pool":
+        return PoolHead(config.channels, config.value_hidden)
+    return ScalarHead(config.channels, config.value_hidden, config.cells)
+
+
 class PolicyValueNet(nn.Module):
     """Residual policy-value network over canonical planes.
 
@@ -167,8 +199,8 @@ class PolicyValueNet(nn.Module):
             # [50]: the cell of each square in this layout (the compact grid lists the squares in order).
             cell = torch.as_tensor(CELL if config.layout == "grid" else np.arange(NUM_SQUARES))
             self.register_buffer("square_cells", cell, persistent=False)
-        self.value_head = ScalarHead(c, config.value_hidden, cells)
-        self.points_head = ScalarHead(c, config.value_hidden, cells) if config.points_head else None
+        self.value_head = scalar_head(config)
+        self.points_head = scalar_head(config) if config.points_head else None
 
     @property
     def layout(self) -> str:

@@ -97,7 +97,9 @@ def play_game(
     white = float(state.rewards[0, 0])
     points = float(state.points[0, 0]) - float(state.points[0, 1])
     n = len(rows["policy"])
-    out: "dict[str, np.ndarray]" = {key: np.array(rows[key], dtype=FIELDS[key][1]).reshape((n, *FIELDS[key][0])) for key in rows}
+    out: "dict[str, np.ndarray]" = {
+        key: np.array(rows[key], dtype=FIELDS[key][1]).reshape((n, *FIELDS[key][0])) for key in rows
+    }
     sign = np.where(out["current_player"] == 0, 1.0, -1.0)
     out["value"] = (sign * white).astype(np.float32)
     out["points_diff"] = (sign * points).astype(np.float32)

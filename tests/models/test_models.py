@@ -293,6 +293,36 @@ def test_conv_policy_head_reads_each_action_at_its_square(layout):
         NetworkConfig(policy_head="attention")
 
 
+@pytest.mark.parametrize("layout", ["grid", "compact"])
+def test_a_pooling_value_head_reads_every_channel_over_the_whole_board(layout):
+    from stapel_rl.models.fused import inference_copy
+    from stapel_rl.models.network import PoolHead
+
+    config = NetworkConfig(blocks=1, channels=8, value_hidden=16, layout=layout, value_head="pool", points_head=True)
+    net = trained_bn_net(config, seed=4).eval()
+    assert isinstance(net.value_head, PoolHead) and isinstance(net.points_head, PoolHead)
+    assert net.value_head.hidden.in_features == 16  # mean and maximum of 8 channels, whatever the layout
+    obs = torch.from_numpy(encode(random_states(5, seed=2), layout))
+    logits, value, points = net(obs)
+    assert logits.shape == (5, NUM_ACTIONS) and value.shape == (5,) and points is not None and points.shape == (5,)
+    # By hand: the head's 1x1 conv and ReLU, each channel's mean and maximum over the cells, the MLP.
+    h = torch.relu(net.value_head.reduce(net.tower(net.stem(obs if layout == "grid" else net_input(net, obs)))))
+    pooled = torch.cat([h.flatten(2).mean(2), h.flatten(2).amax(2)], dim=1)
+    by_hand = torch.tanh(net.value_head.out(torch.relu(net.value_head.hidden(pooled))).squeeze(1))
+    torch.testing.assert_close(value, by_hand)
+    fast = inference_copy(net, "fp32")
+    _, fast_value, fast_points = fast(obs.contiguous(memory_format=torch.channels_last))
+    torch.testing.assert_close(fast_value, value, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(fast_points, points, atol=1e-4, rtol=1e-4)
+    with pytest.raises(ValueError, match="value_head"):
+        NetworkConfig(value_head="attention")
+
+
+def net_input(net: PolicyValueNet, obs: torch.Tensor) -> torch.Tensor:
+    """The compact layout's input with the row-parity plane the network adds."""
+    return torch.cat([obs, net.parity.expand(obs.shape[0], -1, -1, -1)], dim=1)
+
+
 def test_network_rejects_planes_of_the_other_layout():
     with pytest.raises(ValueError, match="compact network takes planes"):
         PolicyValueNet(TINY_COMPACT)(torch.zeros(2, NUM_PLANES, 10, 10))

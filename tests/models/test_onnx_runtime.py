@@ -57,8 +57,9 @@ def test_onnx_matches_fp32_on_trained_networks(layout, positions):
     [
         NetworkConfig(blocks=2, channels=16, policy_channels=2, value_hidden=32, points_head=True),
         NetworkConfig(blocks=2, channels=16, value_hidden=32, layout="compact", policy_head="conv", points_head=True),
+        NetworkConfig(blocks=2, channels=16, value_hidden=32, value_head="pool", points_head=True),
     ],
-    ids=["grid-fc-points", "compact-conv-points"],
+    ids=["grid-fc-points", "compact-conv-points", "grid-pool-points"],
 )
 def test_onnx_exports_every_head(config, positions):
     torch.manual_seed(0)

@@ -312,3 +312,7 @@ def test_init_weights_of_another_variant_or_network_is_a_clear_error():
         checkpoint.load_weights("variant_I", PRESETS["small"].for_variant(get_variant("II")), "II")
     with pytest.raises(ValueError, match=r"another network .*blocks: 4 \(checkpoint\) != 2 \(run\)"):
         checkpoint.load_weights("variant_I", PRESETS["tiny"].for_variant(get_variant("I")), "I")
+    # The shipped agent predates value_head: its network has the default head, not a pooling one.
+    pooled = dataclasses.replace(small, value_head="pool")
+    with pytest.raises(ValueError, match=r"value_head: plane \(checkpoint\) != pool \(run\)"):
+        checkpoint.load_weights("variant_I", pooled, "I")
