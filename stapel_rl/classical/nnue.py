@@ -283,3 +283,9 @@ def load_packaged(variant_name: str) -> Net:
         shipped = sorted(p.stem.removeprefix("nnue_") for p in _PACKAGED.glob("nnue_*.npz"))
         raise ValueError(f"no packaged evaluation network for Variant {variant_name} (packaged: {shipped})")
     return load(path)
+
+
+def packaged_scale(variant_name: str) -> float:
+    """``k``, the logit of the side to move's winning chances per centi-man of the engine's score, as the
+    packaged network reads it (fitted to the hand-written evaluation's games): ``sigmoid(k * score)``."""
+    return 1.0 / float(load_packaged(variant_name).head[1])

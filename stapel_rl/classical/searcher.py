@@ -117,7 +117,8 @@ class Searcher:
         h, c = pos.h.copy(), pos.c.copy()
         key = np.uint64(board_key(h, c, pos.side))
         if pos.capturing >= 0:  # a mid-capture root is another node than the same board at a turn's start
-            key ^= np.uint64(0xD6E8FEB86659FD93) * np.uint64(pos.capturing + 1)
+            with np.errstate(over="ignore"):  # the product wraps modulo 2**64, as a hash should
+                key ^= np.uint64(0xD6E8FEB86659FD93) * np.uint64(pos.capturing + 1)
         np.floor_divide(t.history, 8, out=t.history)
         t.killers.fill(0)
         stats = t.stats

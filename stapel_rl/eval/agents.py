@@ -15,7 +15,8 @@ games). Agents are named by short specs on the command line:
     mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search]
                                 checkpoint + search, temperature 0; with time=, each
                                 decision of each game searches that long (sims= then
-                                limits it)
+                                limits it); more options in docs/evaluation.md, among
+                                them ab_depth=N: an MCTS-minimax hybrid (eval.hybrid)
     policy:PATH                 the checkpoint's raw policy, no search
     sb3:PATH[:deterministic=true|false]
                                 a saved sb3-contrib MaskablePPO policy (the extra "sb3")

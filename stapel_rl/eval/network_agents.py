@@ -20,6 +20,7 @@ import numpy as np
 from stapel_rl.env import engine
 from stapel_rl.env.state import State, take
 from stapel_rl.eval.agents import check_variant
+from stapel_rl.eval.hybrid import EVALS, BlendedEvaluator
 from stapel_rl.mcts import SearchConfig, SearchOutput, Tree, search
 from stapel_rl.mcts.qtransforms import masked_softmax
 from stapel_rl.mcts.reuse import TreeCache
@@ -38,6 +39,8 @@ FIRST_CHUNK = 8
 RATE_SHARE = 0.9
 #: How a timed search spends its time (``MCTSAgent.plan``).
 PLANS = ("probe", "rate")
+#: The options of an MCTS-minimax hybrid (``stapel_rl.eval.hybrid``).
+HYBRID = {"ab_depth", "ab_weight", "ab_eval"}
 #: Leaves per evaluator call of the agents the specs make (``SearchConfig.leaves_per_call``; ``batch=K``).
 AGENT_LEAVES_PER_CALL = 16
 
@@ -261,20 +264,36 @@ def _constants(options: "dict[str, str]") -> "dict[str, float | int]":
 def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     path, options = _options(args, "mcts")
     unknown = sorted(
-        set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse", "plan", *CONSTANTS}
+        set(options) - {"sims", "time", "algorithm", "forced", "batch", "solver", "reuse", "plan", *CONSTANTS, *HYBRID}
     )
-    choices = {"forced": ("skip", "search"), "solver": ("on", "off"), "reuse": ("on", "off"), "plan": PLANS}
+    choices = {
+        "forced": ("skip", "search"),
+        "solver": ("on", "off"),
+        "reuse": ("on", "off"),
+        "plan": PLANS,
+        "ab_eval": EVALS,
+    }
     unknown += [options[key] for key, allowed in choices.items() if options.get(key, allowed[0]) not in allowed]
     if unknown:
         raise ValueError(
             f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
             "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, plan=probe|rate, "
-            "c_puct=X, c_visit=X, c_scale=X, considered=N"
+            "c_puct=X, c_visit=X, c_scale=X, considered=N, ab_depth=N, ab_weight=X, ab_eval=hand|nnue"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
     batch = _number(options, "batch", int) or AGENT_LEAVES_PER_CALL
     constants = _constants(options)
     evaluator, checkpoint = load_evaluator(path)
+    if set(options) & HYBRID:  # an MCTS-minimax hybrid (stapel_rl.eval.hybrid)
+        if "ab_depth" not in options:
+            raise ValueError("mcts agent spec: ab_weight= and ab_eval= go with ab_depth=N (the leaves' search depth)")
+        depth, weight = _number(options, "ab_depth", int), _number(options, "ab_weight", float)
+        try:
+            evaluator = BlendedEvaluator(
+                evaluator, depth or 0, 0.5 if weight is None else weight, options.get("ab_eval", EVALS[0])
+            )
+        except ValueError as problem:
+            raise ValueError(f"mcts agent spec: {problem}") from None
     search_defaults = checkpoint.get("config", {}).get("mcts", {})
     try:
         config = SearchConfig(

@@ -33,13 +33,7 @@ from stapel_rl.env.state import State
 from stapel_rl.env.variants import Variant
 from stapel_rl.train.replay import FIELDS, STATE_FIELDS, Positions
 
-__all__ = ["engine_scale", "play_games"]
-
-
-def engine_scale(variant: str) -> float:
-    """``k``, the logit of the winning chances per centi-man of the engine's score: that of the packaged
-    learned evaluation, fitted to game results of the hand-written one."""
-    return 1.0 / float(nnue.load_packaged(variant).head[1])
+__all__ = ["play_games"]
 
 
 def _full_move(state: State, rng: np.random.Generator) -> State:
@@ -121,7 +115,7 @@ def play_games(
 ) -> Positions:
     """The rows of games ``first_game`` to ``first_game + games - 1`` (``play_game``), in order."""
     prefix = [seed] if isinstance(seed, int) else list(seed)
-    k = engine_scale(variant.name) if k is None else k
+    k = nnue.packaged_scale(variant.name) if k is None else k
     searcher = Searcher(variant, tt_bits=18)
     parts = [
         play_game(variant, searcher, np.random.default_rng([*prefix, g]), nodes, opening_plies, epsilon, jitter, k)

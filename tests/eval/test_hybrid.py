@@ -1,0 +1,60 @@
+"""The MCTS-minimax hybrid: the network's leaf values blended with the compiled alpha-beta engine's."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.special import expit
+
+from stapel_rl.classical import Position, Searcher, nnue
+from stapel_rl.env import engine
+from stapel_rl.env.sampling import random_legal_actions
+from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.hybrid import BlendedEvaluator
+from stapel_rl.models.evaluator import UniformEvaluator
+
+
+def middlegames(variant: str, n: int, plies: int = 24):
+    rng = np.random.default_rng(5)
+    state = engine.init(variant, n)
+    for _ in range(plies):
+        state = engine.step(state, random_legal_actions(state.legal_action_mask, rng))
+    return state
+
+
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_the_blend_is_the_engines_value_where_weighted_fully(variant):
+    state = middlegames(variant, 6)
+    engine_only = BlendedEvaluator(UniformEvaluator(), depth=2, weight=1.0)(state)
+    k = nnue.packaged_scale(variant)
+    for g in np.flatnonzero(~state.done):
+        score = Searcher(variant, tt_bits=16).search(Position.from_state(state, int(g)), depth=2).score
+        assert engine_only.value[g] == pytest.approx(2 * expit(k * score) - 1, abs=1e-6)
+    assert (engine_only.logits == 0).all()  # the priors stay the inner evaluator's
+    half = BlendedEvaluator(UniformEvaluator(), depth=2, weight=0.25, eval="nnue")(state)
+    assert np.abs(half.value).max() <= 0.25 + 1e-6 and np.abs(half.value).max() > 0
+
+
+def test_finished_games_keep_the_networks_value():
+    state = middlegames("I", 2)
+    state.terminated[1] = True
+    values, searched = BlendedEvaluator(UniformEvaluator(), 1, 0.5).scores(state)
+    assert searched.tolist() == [not state.done[0], False] and values[1] == 0
+
+
+def test_hybrid_agent_specs():
+    agent = make_agent("mcts:variant_I:sims=4:ab_depth=1:ab_weight=0.3")
+    assert isinstance(agent.evaluator, BlendedEvaluator)
+    assert (agent.evaluator.depth, agent.evaluator.weight, agent.evaluator.eval) == (1, 0.3, "hand")
+    assert agent.evaluator.net is agent.evaluator.inner.net  # what agents read of their evaluator
+    state = middlegames("I", 1)
+    assert state.legal_action_mask[0, agent(state, np.random.default_rng(0))[0]]
+    assert make_agent("mcts:variant_II:sims=2:ab_depth=2:ab_eval=nnue").evaluator.weight == 0.5
+    for bad, message in [
+        ("ab_weight=0.5", "go with ab_depth=N"),
+        ("ab_depth=1:ab_weight=2", r"weight must be in \[0, 1\]"),
+        ("ab_depth=1:ab_eval=deep", "unknown mcts agent option"),
+        ("ab_depth=0", "ab_depth"),
+    ]:
+        with pytest.raises(ValueError, match=message):
+            make_agent(f"mcts:variant_I:sims=2:{bad}")
