@@ -148,6 +148,12 @@ def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch
     assert (first.metadata["positions"], second.metadata["positions"]) == (sizes[0], sum(sizes))  # window 2
 
 
+def test_the_default_panel_holds_the_variants_mcts_agent():
+    for name in ("I", "II"):
+        panel = list(config("minimax=default", f"variant={name}").minimax.panel)
+        assert panel[-1] == f"mcts:variant_{name}:time=0.1" and "classical:time=0.1:eval=nnue" in panel
+
+
 def test_from_zero_the_search_has_no_hand_written_terms(tmp_path):
     minimax.run(config("minimax.start=zero", "minimax.generations=1", "minimax.panel_pairs=0"), tmp_path)
     start = nnue.load(tmp_path / "generations/gen_0000/net.npz")
