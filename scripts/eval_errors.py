@@ -62,11 +62,12 @@ def log_loss(p: np.ndarray, y: np.ndarray) -> float:
 def kinds(data: "dict[str, np.ndarray]") -> "dict[str, np.ndarray]":
     """Boolean masks of the kinds of position."""
     stacks = (data["inputs"][:, 0] < nnue.NUM_INPUTS).sum(axis=1)
-    low, high = np.quantile(stacks, [1 / 3, 2 / 3])
+    low, high = (int(q) for q in np.quantile(stacks, [1 / 3, 2 / 3]))
+    high = max(high, low + 1)
     out = {
-        f"opening ({int(high) + 1}+ stacks)": stacks > high,
-        "middlegame": (stacks > low) & (stacks <= high),
-        f"ending (<= {int(low)} stacks)": stacks <= low,
+        f"opening (>= {high} stacks)": stacks >= high,
+        f"middlegame ({low + 1}-{high - 1} stacks)": (stacks > low) & (stacks < high),
+        f"ending (<= {low} stacks)": stacks <= low,
     }
     for term in TERMS:
         column = data["features"][:, FEATURES.index(term)]
