@@ -32,6 +32,7 @@ from hydra import compose, initialize_config_dir
 from omegaconf import OmegaConf
 from tqdm import tqdm
 
+from stapel_rl.classical import nnue
 from stapel_rl.env import get_variant
 from stapel_rl.env.observation import canonical_mask, encode
 from stapel_rl.eval.parallel import Pool
@@ -40,7 +41,7 @@ from stapel_rl.models.network import PolicyValueNet, masked_log_softmax
 from stapel_rl.records import code_version, save_npz
 from stapel_rl.train.app import CONFIG_DIR
 from stapel_rl.train.config import Config
-from stapel_rl.train.engine_games import engine_scale, play_games
+from stapel_rl.train.engine_games import play_games
 from stapel_rl.train.replay import FIELDS, Positions, ReplayBuffer
 from stapel_rl.train.trainer import Trainer
 
@@ -52,7 +53,7 @@ def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Pos
             arrays = {k: saved[k] for k in saved.files}
         print(f"{arrays['value'].size} positions read back from {path}")
     else:
-        variant, k = get_variant(args.variant), engine_scale(args.variant)
+        variant, k = get_variant(args.variant), nnue.packaged_scale(args.variant)
         chunk = max(1, min(20, args.games // (4 * args.jobs) or 1))
         tasks = [
             (variant, min(chunk, args.games - first), [args.seed], args.nodes, 6, args.epsilon, 0.3, first, k)
