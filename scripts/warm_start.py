@@ -2,7 +2,7 @@
 
     python scripts/warm_start.py --variant I --games 2000 --out runs/warm_I
     stapel-train variant=I init_weights=runs/warm_I/warm_start.pt          # self-play from it
-    python scripts/warm_start.py --variant II --out runs/warm_II model=wide   # the run's model config, as overrides
+    python scripts/warm_start.py --variant II --out runs/warm_II model=small  # the run's model config, as overrides
 
 The engine plays ``--games`` games against itself at ``--nodes`` nodes a move (``stapel_rl.train.engine_games``:
 random openings, jittered budgets, a random move with probability ``--epsilon``), in ``--jobs`` processes;
