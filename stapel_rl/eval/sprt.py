@@ -105,7 +105,8 @@ def run_sprt(
             )
     if pool is not None and not (isinstance(a, str) and isinstance(b, str)):
         raise ValueError("an SPRT played in worker processes takes the agents as specs")
-    first, second = ((make_agent if fresh else agent_of)(x) if isinstance(x, str) else x for x in (a, b))
+    build = make_agent if fresh and pool is None else agent_of  # with a pool, only the clocks are read here
+    first, second = (build(x) if isinstance(x, str) else x for x in (a, b))
     one_at_a_time = one_at_a_time or (pool is not None and any(clock(x) is not None for x in (first, second)))
     rng = np.random.default_rng(seed)
     batch = 0

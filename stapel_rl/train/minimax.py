@@ -31,7 +31,6 @@ with node-limited matches (``match_nodes``) the run ends as an uninterrupted one
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import pathlib
 import re
@@ -138,7 +137,13 @@ def engine_spec(net: "pathlib.Path | None", m: MinimaxConfig) -> str:
 
 
 def _collect(
-    variant: Variant, weights: np.ndarray, net: "nnue.Net | None", seed: "list[int]", first: int, games: int, m: Any
+    variant: Variant,
+    weights: np.ndarray,
+    net: "nnue.Net | None",
+    seed: "list[int]",
+    first: int,
+    games: int,
+    m: MinimaxConfig,
 ) -> "dict[str, np.ndarray]":
     """Games ``first`` to ``first + games - 1`` of a generation's self-play (in a worker process)."""
     searcher = Searcher(variant, weights=weights, tt_bits=18, net=net)
@@ -161,17 +166,16 @@ def positions(
     or read back after a kill."""
     path = gdir / "positions.npz"
     if not path.is_file():
-        settings = dataclasses.replace(m, panel=[])  # what a worker needs, picklable
         chunk = max(1, min(25, -(-m.games // (4 * (pool.jobs if pool else 1)))))
         tasks = [
-            (variant, weights, best, [seed, g, _GAMES], first, min(chunk, m.games - first), settings)
+            (variant, weights, best, [seed, g, _GAMES], first, min(chunk, m.games - first), m)
             for first in range(0, m.games, chunk)
         ]
         bar = tqdm(total=m.games, desc=f"generation {g} games", unit="game", leave=False)
         parts = []
-        for part in pool.map(_collect, tasks) if pool else (_collect(*t) for t in tasks):
+        for task, part in zip(tasks, pool.map(_collect, tasks) if pool else (_collect(*t) for t in tasks), strict=True):
             parts.append(part)
-            bar.update(int(np.unique(part["game"]).size) if part["game"].size else 0)
+            bar.update(task[5])
         bar.close()
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         save_npz(path, data)
