@@ -131,7 +131,7 @@ class MinimaxConfig:
     panel: list[str] = dataclasses.field(
         default_factory=lambda: ["classical:time=0.1", "classical:time=0.1:eval=nnue", "alphabeta:2"]
     )  # agent specs every generation's network is rated against (a fixed panel; configs/minimax/default.yaml
-    # adds the run's variant's shipped MCTS agent, mcts:variant_${variant.name}:time=0.1)
+    # adds the run's variant's shipped MCTS agent; its timed agents think minimax.match_time seconds a move)
     panel_pairs: int = 4  # colour-swapped pairs per panel opponent, from random 4-ply openings
     threads: int = 1  # torch threads (1: training is reproducible from the seed)
     jobs: int = 2  # processes of one core each that play the self-play games, gate and panel pairs (the

@@ -148,10 +148,17 @@ def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch
     assert (first.metadata["positions"], second.metadata["positions"]) == (sizes[0], sum(sizes))  # window 2
 
 
-def test_the_default_panel_holds_the_variants_mcts_agent():
+def test_the_default_panel_holds_the_variants_mcts_agent_at_the_runs_match_time():
     for name in ("I", "II"):
         panel = list(config("minimax=default", f"variant={name}").minimax.panel)
-        assert panel[-1] == f"mcts:variant_{name}:time=0.1" and "classical:time=0.1:eval=nnue" in panel
+        assert panel == [
+            "classical:time=0.1",
+            "classical:time=0.1:eval=nnue",
+            "alphabeta:2",
+            f"mcts:variant_{name}:time=0.1",
+        ]
+    panel = list(config("minimax=default", "minimax.match_time=0.05").minimax.panel)
+    assert panel == ["classical:time=0.05", "classical:time=0.05:eval=nnue", "alphabeta:2", "mcts:variant_I:time=0.05"]
 
 
 def test_from_zero_the_search_has_no_hand_written_terms(tmp_path):
