@@ -25,7 +25,8 @@ Games, gate and panel pairs are played by ``minimax.jobs`` processes of one core
 (``stapel_rl.eval.parallel``), the engines given to them as agent specs (``classical:eval=PATH``).
 Every phase's result is a file written atomically and every phase's randomness comes from
 ``(seed, generation, phase)``: after a kill the same command goes on from the last finished phase, and
-with node-limited matches (``match_nodes``) the run ends as an uninterrupted one would.
+with node-limited matches (``match_nodes``) the run ends as an uninterrupted one would. Each phase's
+seconds are kept too (``seconds.json``), so a generation's time counts the work done before a kill.
 """
 
 from __future__ import annotations
@@ -35,7 +36,8 @@ import json
 import pathlib
 import re
 import time
-from typing import Any, cast
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
 
 import numpy as np
 import torch
@@ -60,6 +62,8 @@ from stapel_rl.train.config import Config, MinimaxConfig, config_changes, regist
 register()
 
 STATE_FILE = "loop.json"
+SECONDS_FILE = "seconds.json"  # per generation: the seconds of each phase done (games, fit, gate, panel)
+T = TypeVar("T")
 STARTS = ("hand_written", "zero", "nnue")
 #: The phases' random streams: ``(seed, generation, phase)``.
 _GAMES, _FIT, _GATE, _PANEL = range(4)
@@ -313,13 +317,11 @@ def _generation(
     out_dir: pathlib.Path,
     container: dict,
     pool: "Pool | None",
-) -> "tuple[dict, float, float]":
-    """Generation ``g``'s games, training, gate and panel: its history record, the scale ``k`` its network
-    is in and the seconds its games took."""
+) -> "tuple[dict, float]":
+    """Generation ``g``'s games, training, gate and panel: its history record (``seconds``: the phases'
+    seconds, those before a kill included) and the scale ``k`` its network is in."""
     gdir = out_dir / "generations" / f"gen_{g:04d}"
-    start = time.perf_counter()
-    data = positions(m, variant, best, weights, seed, g, gdir, pool)
-    played = time.perf_counter() - start
+    data = timed(gdir, "games", lambda: positions(m, variant, best, weights, seed, g, gdir, pool))
     meta = {
         "variant": variant.name,
         "procedure": "stapel-train loop=minimax",
@@ -328,10 +330,13 @@ def _generation(
         "seed": seed,
         "start": m.start,
     }
-    new, k = candidate(m, state, best, weights, seed, g, out_dir, meta)
+    new, k = timed(gdir, "fit", lambda: candidate(m, state, best, weights, seed, g, out_dir, meta))
     current = out_dir / state["best"] if state["best"] else None
-    verdict = gate(m, variant, gdir / "candidate.npz", current, seed, g, gdir / "gate.json", pool)
-    scores = panel(m, variant, gdir / "candidate.npz", seed, g, pool)
+    verdict = timed(
+        gdir, "gate", lambda: gate(m, variant, gdir / "candidate.npz", current, seed, g, gdir / "gate.json", pool)
+    )
+    scores = timed(gdir, "panel", lambda: panel(m, variant, gdir / "candidate.npz", seed, g, pool))
+    seconds = json.loads((gdir / SECONDS_FILE).read_text())
     new.metadata = {**new.metadata, "gate": verdict, "panel": scores}
     path = nnue.save(new, gdir / "net.npz")
     record = {
@@ -343,8 +348,22 @@ def _generation(
         "gate": verdict,
         "panel": scores,
         "current": str(path.relative_to(out_dir)) if verdict["promoted"] else state["best"],
+        "seconds": round(sum(seconds.values()), 1),
+        "games_seconds": seconds["games"],
     }
-    return record, k, played
+    return record, k
+
+
+def timed(gdir: pathlib.Path, phase: str, work: "Callable[[], T]") -> T:
+    """``work()``, its seconds kept in ``gdir``'s ``seconds.json`` under ``phase`` the first time it runs
+    through, so that a phase done before a kill still counts in the generation's time (CPU-hours)."""
+    path = gdir / SECONDS_FILE
+    start = time.perf_counter()
+    value = work()
+    done = json.loads(path.read_text()) if path.is_file() else {}
+    if phase not in done:
+        write_json(path, {**done, phase: round(time.perf_counter() - start, 1)})
+    return value
 
 
 def run(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
@@ -389,19 +408,18 @@ def _generations(cfg: DictConfig, config: Config, variant: Variant, out_dir: pat
         writer.add_text("config", f"```\n{OmegaConf.to_yaml(cfg)}\n```\ncode {state['code_version']}")
     bar = tqdm(total=m.generations, initial=state["generation"], unit="gen", desc=f"minimax {variant.name}")
     while state["generation"] < m.generations:
-        g, start = state["generation"] + 1, time.perf_counter()
+        g = state["generation"] + 1
         with Pool(m.jobs) if m.jobs > 1 else contextlib.nullcontext() as pool:
-            record, k, played = _generation(m, state, variant, best, weights, seed, g, out_dir, container, pool)
+            record, k = _generation(m, state, variant, best, weights, seed, g, out_dir, container, pool)
         if record["gate"]["promoted"]:
             best, state["best"] = load_net(out_dir / record["current"], variant), record["current"]
             atomic_write_bytes(out_dir / "best.npz", (out_dir / record["current"]).read_bytes())
-        record["seconds"] = round(time.perf_counter() - start, 1)
         verdict, scores = record["gate"], record["panel"]
         state.update(generation=g, scale_k=k, history=[*state["history"], record])
         write_json(state_path, state)
         scalars = {
             "selfplay/positions": record["positions"],
-            "selfplay/games_per_s": m.games / max(played, 1e-9),
+            "selfplay/games_per_s": m.games / max(record["games_seconds"], 1e-9),
             "train/validation_log_loss": record["validation_log_loss"],
             "train/best_epoch": record["best_epoch"],
             "gate/promoted": float(verdict["promoted"]),

@@ -41,7 +41,7 @@ def cli(run_dir: pathlib.Path, *overrides: str) -> subprocess.Popen:
 def outcome(run_dir: pathlib.Path) -> "tuple[list, list]":
     """What a run ends with, its timings left out: the history and every generation's network."""
     state = json.loads((run_dir / minimax.STATE_FILE).read_text())
-    history = [{k: v for k, v in record.items() if k != "seconds"} for record in state["history"]]
+    history = [{k: v for k, v in record.items() if "seconds" not in k} for record in state["history"]]
     nets = [nnue.load(p) for p in sorted(run_dir.glob("generations/gen_*/net.npz"))]
     return history, [(net.arrays(), net.weights, net.metadata) for net in nets]
 
@@ -67,7 +67,13 @@ def test_two_generations_through_the_cli(tmp_path):
     assert state["variant"] == "I" and state["code_version"] and state["config"]["minimax"]["games"] == 6
     for g in (1, 2):
         gdir = tmp_path / "run" / "generations" / f"gen_{g:04d}"
-        assert sorted(p.name for p in gdir.iterdir()) == ["candidate.npz", "gate.json", "net.npz", "positions.npz"]
+        assert sorted(p.name for p in gdir.iterdir()) == [
+            "candidate.npz",
+            "gate.json",
+            "net.npz",
+            "positions.npz",
+            "seconds.json",
+        ]
         net = nnue.load(gdir / "net.npz")
         meta = net.metadata
         assert meta["generation"] == g and meta["variant"] == "I" and meta["code_version"] == state["code_version"]
@@ -210,3 +216,11 @@ def test_a_corrupt_or_other_variant_network_is_refused(tmp_path):
     with pytest.raises(ValueError, match="unknown agent 'nobody'"):
         minimax.run(config("minimax.panel=[nobody]"), run_dir)
     assert not run_dir.exists()  # refused before anything was written
+
+
+def test_a_phase_done_before_a_kill_keeps_its_seconds(tmp_path):
+    assert minimax.timed(tmp_path, "games", lambda: time.sleep(0.2) or "played") == "played"
+    assert minimax.timed(tmp_path, "games", lambda: "read back") == "read back"  # after a kill: no new time
+    assert minimax.timed(tmp_path, "fit", lambda: 3) == 3
+    seconds = json.loads((tmp_path / minimax.SECONDS_FILE).read_text())
+    assert set(seconds) == {"games", "fit"} and seconds["games"] >= 0.2 and seconds["fit"] < 0.2
