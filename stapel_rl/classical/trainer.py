@@ -94,11 +94,13 @@ class FitSettings:
 
 @dataclasses.dataclass
 class FitResult:
-    """The trained model, the epoch it is from (0: the starting network) and its validation log-loss."""
+    """The trained model, the epoch it is from (0: the starting network) and its validation log-loss;
+    ``start_loss``: the starting network's (``nan`` for a new network)."""
 
     model: Model
     epoch: int
     valid_loss: float
+    start_loss: float = float("nan")
 
 
 def fit(
@@ -130,9 +132,9 @@ def fit(
         with torch.no_grad():
             return torch.nn.functional.binary_cross_entropy_with_logits(model(*valid), results).item()
 
-    best = (valid_loss(), 0, {k: v.clone() for k, v in model.state_dict().items()})
-    if start is None:
-        best = (float("inf"), 0, best[2])  # an untrained network is no candidate
+    start_loss = valid_loss() if start is not None else float("nan")
+    # An untrained network is no candidate.
+    best = (start_loss if start is not None else float("inf"), 0, {k: v.clone() for k, v in model.state_dict().items()})
     bar = tqdm(range(1, settings.epochs + 1), desc="epochs", unit="epoch", file=sys.stderr, disable=not progress)
     for epoch in bar:
         order = rng.permutation(train_rows)
@@ -152,7 +154,7 @@ def fit(
         if epoch - best[1] >= settings.patience:
             break
     model.load_state_dict(best[2])
-    return FitResult(model, best[1], best[0])
+    return FitResult(model, best[1], best[0], start_loss)
 
 
 def accumulator(net: nnue.Net, inputs: np.ndarray) -> np.ndarray:

@@ -201,6 +201,25 @@ def candidate(
     if path.is_file():
         net = nnue.load(path)
         return net, 1.0 / float(net.head[1])
+    net, k = train(m, state, best, weights, seed, g, out_dir, meta)
+    nnue.save(net, path)
+    return net, k
+
+
+def train(
+    m: MinimaxConfig,
+    state: dict,
+    best: "nnue.Net | None",
+    weights: np.ndarray,
+    seed: int,
+    g: int,
+    out_dir: pathlib.Path,
+    meta: dict,
+) -> "tuple[nnue.Net, float]":
+    """Generation ``g``'s new network trained on the run's positions in ``out_dir`` (warm-started from
+    ``best``; ``None``: a new network, or the hand-written evaluation's generation 1) and its scale ``k``.
+    Its metadata holds the epoch kept and the held-out log-loss against results, the starting network's
+    beside it (``scripts/refit.py`` refits a generation with other settings)."""
     parts = [positions_of(out_dir, h) for h in range(max(1, g - m.window + 1), g + 1)]
     data = {k: np.concatenate([p[k] for p in parts]) for k in parts[-1]}
     valid = data["game"] % m.holdout == 0
@@ -230,8 +249,8 @@ def candidate(
         "scale_k": k,
         "best_epoch": result.epoch,
         "validation_log_loss": result.valid_loss,
+        "start_log_loss": None if np.isnan(result.start_loss) else result.start_loss,
     }
-    nnue.save(net, path)
     return net, k
 
 
