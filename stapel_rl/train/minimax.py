@@ -186,22 +186,13 @@ def positions(
     return positions_of(gdir.parent.parent, g)
 
 
-def candidate(
-    m: MinimaxConfig,
-    state: dict,
-    best: "nnue.Net | None",
-    weights: np.ndarray,
-    seed: int,
-    g: int,
-    out_dir: pathlib.Path,
-    meta: dict,
-) -> "tuple[nnue.Net, float]":
-    """Generation ``g``'s new network (trained now, or read back) and the scale ``k`` it is in."""
-    path = out_dir / "generations" / f"gen_{g:04d}" / "candidate.npz"
+def candidate(path: pathlib.Path, make: "Callable[[], tuple[nnue.Net, float]]") -> "tuple[nnue.Net, float]":
+    """A generation's new network and the scale ``k`` it is in: read back from ``path``, or trained now
+    (``make``) and saved there."""
     if path.is_file():
         net = nnue.load(path)
         return net, 1.0 / float(net.head[1])
-    net, k = train(m, state, best, weights, seed, g, out_dir, meta)
+    net, k = make()
     nnue.save(net, path)
     return net, k
 
@@ -349,7 +340,8 @@ def _generation(
         "seed": seed,
         "start": m.start,
     }
-    new, k = timed(gdir, "fit", lambda: candidate(m, state, best, weights, seed, g, out_dir, meta))
+    trained = lambda: train(m, state, best, weights, seed, g, out_dir, meta)  # noqa: E731
+    new, k = timed(gdir, "fit", lambda: candidate(gdir / "candidate.npz", trained))
     current = out_dir / state["best"] if state["best"] else None
     verdict = timed(
         gdir, "gate", lambda: gate(m, variant, gdir / "candidate.npz", current, seed, g, gdir / "gate.json", pool)
