@@ -261,10 +261,16 @@ def gate(
     path: pathlib.Path,
     pool: "Pool | None",
 ) -> dict:
-    """The SPRT of the network file ``new`` against the current evaluation (run now, or read back)."""
+    """The SPRT of the network file ``new`` against the current evaluation (run now, or read back);
+    ``unchanged``, no games, where training kept the starting network (epoch 0: ``new`` is ``best``)."""
     if path.is_file():
         return cast(dict, json.loads(path.read_text()))
     test = SPRT(0.0, m.gate_elo1)
+    if best is not None and nnue.load(new).metadata.get("best_epoch") == 0:
+        result = {"status": "unchanged", "promoted": False, "llr": 0.0, "pairs": 0, "score": 0.5}
+        result.update(pentanomial=[0] * 5, elo0=test.elo0, elo1=test.elo1)
+        write_json(path, result)
+        return result
     status = run_sprt(
         engine_spec(new, m),
         engine_spec(best, m),

@@ -20,6 +20,7 @@ from stapel_rl.classical.evaluation import NUM_FEATURES, mobility_blocked
 from stapel_rl.classical.movegen import generate, new_move_buffer, new_scratch
 from stapel_rl.classical.position import Position
 from stapel_rl.classical.searcher import Searcher
+from stapel_rl.classical.trainer import FitResult
 from stapel_rl.env import initial_fen
 from stapel_rl.env.variants import get_variant
 from stapel_rl.train import minimax
@@ -140,7 +141,8 @@ def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch
         return "H1"
 
     monkeypatch.setattr(minimax, "run_sprt", accept)
-    best = minimax.run(config("minimax.panel_pairs=0"), tmp_path)
+    # At this rate generation 2's training moves the network (epoch >= 1): a network kept as it was is not gated.
+    best = minimax.run(config("minimax.panel_pairs=0", "minimax.lr=1e-3"), tmp_path)
     state = json.loads((tmp_path / minimax.STATE_FILE).read_text())
     assert best == tmp_path / "best.npz" and state["best"] == "generations/gen_0002/net.npz"
     assert [r["gate"]["promoted"] for r in state["history"]] == [True, True]
@@ -152,6 +154,21 @@ def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch
     assert second.head[1] == first.head[1]  # one scale k for the whole run
     sizes = [np.load(tmp_path / f"generations/gen_{g:04d}/positions.npz")["result"].size for g in (1, 2)]
     assert (first.metadata["positions"], second.metadata["positions"]) == (sizes[0], sum(sizes))  # window 2
+
+
+def test_a_network_training_left_as_it_was_is_not_gated(tmp_path, monkeypatch):
+    def untrained(data, base, target, train_rows, valid_rows, settings, start=None, progress=True):
+        return FitResult(start, 0, 0.5, 0.5)  # the starting network kept: epoch 0
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a network identical to the current one was gated")
+
+    monkeypatch.setattr(minimax, "fit", untrained)
+    monkeypatch.setattr(minimax, "run_sprt", refuse)
+    minimax.run(config("minimax.start=zero", "minimax.generations=1", "minimax.panel_pairs=0"), tmp_path)
+    record = json.loads((tmp_path / minimax.STATE_FILE).read_text())["history"][0]
+    assert record["gate"]["status"] == "unchanged" and not record["gate"]["promoted"] and record["gate"]["pairs"] == 0
+    assert record["current"] == "generations/gen_0000/net.npz"
 
 
 def test_the_default_panel_holds_the_variants_mcts_agent_at_the_runs_match_time():
