@@ -251,19 +251,23 @@ def _play_in(pool: Pool, tasks: "list[tuple]", match: int, advance: "Callable[[P
     """The tasks in ``pool``'s workers; ``advance`` sees each pair once, as soon as either its worker's
     message (tagged with this ``match``: a pool's queue outlives matches) or its task's return brings it."""
 
-    def receive() -> None:
+    def receive(wait: float) -> None:
+        """Every message queued, the first awaited up to ``wait`` seconds (a pair is recorded as it ends)."""
         while True:
             try:
-                tag, played = pool.finished.get_nowait()
+                tag, played = pool.finished.get(timeout=wait) if wait else pool.finished.get_nowait()
             except queue.Empty:
                 return
+            wait = 0.0
             if tag == match:
                 advance(played)
 
     pending = {pool.executor.submit(play_pairs, *t) for t in tasks}
     while pending:
-        ended, pending = concurrent.futures.wait(pending, 0.5, concurrent.futures.FIRST_COMPLETED)
-        receive()
+        receive(0.05)
+        ended = {future for future in pending if future.done()}
+        pending -= ended
+        receive(0.0)  # a task's pairs reach the queue before it returns
         for future in ended:
             for played in future.result():
                 advance(played)

@@ -113,8 +113,9 @@ def test_a_killed_batched_match_with_jobs_keeps_the_pairs_its_jobs_finished(tmp_
     """``--jobs 2`` without a clock: each job plays its half of the pairs in one batch, and every pair
     reaches the record as it ends, not when its job's batch does; the same command resumes."""
     path = tmp_path / "jobs.jsonl"
-    command = [sys.executable, "-m", "stapel_rl.cli.match", *BATCHED[:2], "--games", "40", "--jobs", "2",
-               "--record", str(path)]  # fmt: skip
+    # Depth 3, so that a job's batch of 10 pairs lasts seconds: its pairs end one by one, well apart.
+    command = [sys.executable, "-m", "stapel_rl.cli.match", "alphabeta:3", "greedy", "--games", "40", "--jobs", "2",
+               "--variant", "I", "--record", str(path)]  # fmt: skip
     process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         deadline = time.monotonic() + 120
