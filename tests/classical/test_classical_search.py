@@ -70,12 +70,19 @@ def test_deadline_overrun_is_small():
 def test_a_processs_first_move_searches_its_full_time():
     # The first search of a process loads the compiled code (or compiles it, after installing): off
     # the clock, or the first move of every match job would come from a search cut short at depth 1.
-    # That failure spends the move's time loading, on the CPU, whatever else the machine runs. A stall
-    # of a busy machine spends it waiting for a core (depth 1-2 beside two busy processes): a shallow
-    # first move fails only if the process had half the move's time on the CPU.
-    (report,) = first_moves('make_agent("classical:time=0.1")', 1, "(agent.last.depth, cpu)")
-    depth, cpu = eval(report)
-    assert depth >= 5 or cpu < 0.05, f"depth {depth} after {1000 * cpu:.0f} ms of CPU time"
+    # That failure spends the move's time loading, on the CPU, whatever else the machine runs, in every
+    # fresh process. A stall of a busy machine spends it waiting for a core (depth 1-2 beside two busy
+    # processes), and once in a while the CPU time goes elsewhere (depth 3 after 51 ms in a CI run of the
+    # whole suite): a shallow first move fails only if the process had half the move's time on the CPU,
+    # in each of three fresh processes.
+    reports = []
+    for _ in range(3):
+        (report,) = first_moves('make_agent("classical:time=0.1")', 1, "(agent.last.depth, cpu)")
+        depth, cpu = eval(report)
+        reports.append(f"depth {depth} after {1000 * cpu:.0f} ms of CPU time")
+        if depth >= 5 or cpu < 0.05:
+            return
+    raise AssertionError("; ".join(reports))
 
 
 @pytest.mark.parametrize(
