@@ -88,6 +88,12 @@ ROWS = {
         "score; on by default in Variant II), loss weight 0.25",
         ["model.points_head=true"],
     ),
+    "move_planes": (
+        "input planes of the moves both sides have: legal move sources, stacks either side could leap, "
+        "the opponent's movable stacks",
+        ["model.inputs=moves"],
+    ),
+    "value_pool": ("value head over each channel's mean and maximum (global pooling)", ["model.value_head=pool"]),
     "games_256": ("256 self-play games at once instead of 128", ["train.num_games=256"]),
     "games_512": ("512 self-play games at once instead of 128", ["train.num_games=512"]),
     "bf16_train": (

@@ -1,12 +1,14 @@
 """Cost of the Gymnasium vector env over the raw engine, in one run.
 
-Three loops of random legal play over N games (default 1024), each for a fixed
+Four loops of random legal play over N games (default 1024), each for a fixed
 wall time, all with autoreset so every game stays live:
 
 * engine:      sample an action from ``legal_action_mask``, ``step(validate=False)``,
                restart finished games (``reset_games``).
 * engine+obs:  the same plus what an agent needs each step: the canonical
                observation planes (``encode``) and canonical mask.
+* engine+moves: the same with the planes of ``model.inputs=moves`` (``encode(...,
+               inputs="moves")``).
 * vector env:  ``StapelVectorEnv.step`` (validation, canonical actions,
                observations, infos, next-step autoreset).
 
@@ -52,13 +54,13 @@ def main() -> None:
     rng = np.random.default_rng(0)
     box = {"state": engine.init(args.variant, n)}
 
-    def engine_step(observe: bool) -> Callable[[], int]:
+    def engine_step(observe: "str | None") -> Callable[[], int]:
         def run() -> int:
             s = box["state"]
             s = engine.step(s, random_legal_actions(s.legal_action_mask, rng), validate=False)
             box["state"] = s = engine.reset_games(s, s.done)
-            if observe:
-                encode(s)
+            if observe is not None:
+                encode(s, inputs=observe)
                 canonical_mask(s)
             return n
 
@@ -75,8 +77,9 @@ def main() -> None:
 
     print(f"vector env benchmark: variant {args.variant}, {n} envs, {args.seconds:.1f} s per loop")
     rates = {
-        "engine": timed(engine_step(False), args.seconds),
-        "engine+obs": timed(engine_step(True), args.seconds),
+        "engine": timed(engine_step(None), args.seconds),
+        "engine+obs": timed(engine_step("base"), args.seconds),
+        "engine+moves": timed(engine_step("moves"), args.seconds),  # model.inputs=moves' planes
         "vector env": timed(env_step, args.seconds),
     }
     base = rates["engine"]
@@ -84,6 +87,7 @@ def main() -> None:
     for name, rate in rates.items():
         print(f"{name:<12} {rate:>12,.0f} {base / rate:>19.2f}x")
     print(f"vector env over engine+obs (the wrapper itself): {rates['engine+obs'] / rates['vector env']:.2f}x")
+    print(f"the move planes' observation over the base one: {rates['engine+obs'] / rates['engine+moves']:.2f}x")
 
 
 if __name__ == "__main__":

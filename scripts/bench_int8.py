@@ -119,14 +119,19 @@ def main() -> None:
     }
     # Calibration positions are others than the test's, from the opening, middle game and late game.
     calibration = np.concatenate(
-        [encode(random_positions(variant, 512, plies, np.random.default_rng(plies)), net.layout) for plies in STAGES]
+        [
+            encode(random_positions(variant, 512, plies, np.random.default_rng(plies)), net.layout, net.inputs)
+            for plies in STAGES
+        ]
     ).astype(np.float32)
 
     fp32 = OnnxNetwork(net, args.threads)
     folder = pathlib.Path(tempfile.mkdtemp())
     (folder / "fp32.onnx").write_bytes(fp32._model.SerializeToString())
     names = [node.name for node in fp32._model.graph.node]
-    references = {plies: (fp32(encode(state, net.layout)), canonical_mask(state)) for plies, state in stages.items()}
+    references = {
+        plies: (fp32(encode(state, net.layout, net.inputs)), canonical_mask(state)) for plies, state in stages.items()
+    }
     print(
         f"bench_int8 | {args.checkpoint} ({net.config.blocks}x{net.config.channels}, {net.layout}), "
         f"isa {cpu_isa()}, {args.threads} thread(s), batch {args.batch}\n"
@@ -144,7 +149,7 @@ def main() -> None:
         cells = []
         for plies, state in stages.items():
             (reference_logits, reference_value, _), legal = references[plies]
-            logits, value = session(encode(state, net.layout).astype(np.float32))
+            logits, value = session(encode(state, net.layout, net.inputs).astype(np.float32))
             dvalue = np.abs(value.ravel() - reference_value.ravel())
             kl = policy_kl(reference_logits, logits, legal).mean()
             cells.append(f"{dvalue.max():.4f} / {dvalue.mean():.4f} / {kl:.1e}")
@@ -155,7 +160,7 @@ def main() -> None:
 
     def encoding(run: "Callable[[np.ndarray], Any]") -> "Callable[[State], Any]":
         # Each path encodes its planes, as the evaluator does: only the rotation of Black's policy is left out.
-        return lambda state: run(encode(state, net.layout).astype(np.float32))
+        return lambda state: run(encode(state, net.layout, net.inputs).astype(np.float32))
 
     evaluators: "dict[str, Callable[[State], Any]]" = {
         BASELINE: NetworkEvaluator(net, "cpu", precision="fp32", fold=False)

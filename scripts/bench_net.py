@@ -45,7 +45,7 @@ import numpy as np
 import torch
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.env.observation import LAYOUTS, NUM_PLANES
+from stapel_rl.env.observation import LAYOUTS, num_planes
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.env.state import State
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet
@@ -106,7 +106,7 @@ def flops_per_position(net: PolicyValueNet) -> float:
     hooks = [m.register_forward_hook(count) for m in net.modules() if isinstance(m, (torch.nn.Conv2d, torch.nn.Linear))]
     try:
         with torch.no_grad():
-            net.eval()(torch.zeros(1, NUM_PLANES, *LAYOUTS[net.layout]))
+            net.eval()(torch.zeros(1, num_planes(net.inputs), *LAYOUTS[net.layout]))
     finally:
         for hook in hooks:
             hook.remove()

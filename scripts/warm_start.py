@@ -72,7 +72,7 @@ def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Pos
     return split[0], split[1]
 
 
-def measure(net: PolicyValueNet, valid: Positions, variant: str, layout: str) -> "tuple[float, float]":
+def measure(net: PolicyValueNet, valid: Positions, variant: str) -> "tuple[float, float]":
     """Top-1 agreement of the policy with the engine's move and the value's MSE against results."""
     buffer = ReplayBuffer(len(valid), get_variant(variant))
     buffer.add(valid)
@@ -82,7 +82,7 @@ def measure(net: PolicyValueNet, valid: Positions, variant: str, layout: str) ->
         for start in range(0, n, 1024):
             index = np.arange(start, min(n, start + 1024))
             state = buffer.states(index)
-            logits, value, _ = net(torch.as_tensor(encode(state, layout)))
+            logits, value, _ = net(torch.as_tensor(encode(state, net.layout, net.inputs)))
             log_p = masked_log_softmax(logits, torch.as_tensor(canonical_mask(state)))
             agree += float((log_p.argmax(1).numpy() == valid.arrays["policy"][index].argmax(1)).sum())
             error += float(((value.numpy() - valid.arrays["value"][index]) ** 2).sum())
@@ -129,14 +129,14 @@ def main(argv: "list[str] | None" = None) -> int:
     trainer = Trainer(net, t, torch.device("cpu"))
     buffer = ReplayBuffer(len(train), variant)
     buffer.add(train)
-    before = measure(net, valid, args.variant, model_config.layout)
+    before = measure(net, valid, args.variant)
     rng = np.random.default_rng(args.seed)
     bar = tqdm(range(args.steps), desc="gradient steps", unit="step")
     for step in bar:
-        metrics = trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix))
+        metrics = trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix, model_config.inputs))
         if step % 50 == 0:
             bar.set_postfix(policy=f"{metrics['loss/policy']:.3f}", value=f"{metrics['loss/value']:.3f}")
-    after = measure(net, valid, args.variant, model_config.layout)
+    after = measure(net, valid, args.variant)
     figures = {
         "positions": len(train),
         "held_out_positions": len(valid),

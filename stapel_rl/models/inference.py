@@ -123,7 +123,7 @@ class NetworkEvaluator:
         points head), all from the view of each game's side to move.
         """
         start = time.perf_counter()
-        planes = encode(state, self.net.layout)
+        planes = encode(state, self.net.layout, self.net.inputs)
         black = np.asarray(state.current_player) == 1
         if self.precision == "onnx":
             onnx = self.onnx_network()
@@ -157,7 +157,7 @@ class NetworkEvaluator:
     def _forward(
         self, net: PolicyValueNet, planes: np.ndarray, black: np.ndarray
     ) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
-        """One chunk: planes ``[b, NUM_PLANES, H, W]`` -> numpy board logits ``[b, 200]``, value, points."""
+        """One chunk: planes ``[b, C, H, W]`` -> numpy board logits ``[b, 200]``, value, points."""
         if self.device.type == "cuda":
             obs = self._to_device(planes).to(DTYPES[self.precision])
         else:

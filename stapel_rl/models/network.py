@@ -1,8 +1,8 @@
 """The policy-value network: a small residual tower over the canonical observation planes.
 
-Input is ``encode(state, layout)`` as the side to move sees the board:
-``float32 [B, NUM_PLANES, 10, 10]`` in the ``grid`` layout, or ``[B, NUM_PLANES,
-10, 5]`` in the ``compact`` layout, which keeps only the 50 dark squares and so
+Input is ``encode(state, layout, inputs)`` as the side to move sees the board:
+``float32 [B, C, 10, 10]`` in the ``grid`` layout, or ``[B, C, 10, 5]`` in the
+``compact`` layout (``C = num_planes(inputs)``), which keeps only the 50 dark squares and so
 halves every convolution. On the 10x5 grid the diagonal neighbours of a square
 in row r, slot k sit in rows r +- 1 at slots (k, k+1) for even rows and (k-1, k)
 for odd rows: a 3x3 kernel reaches both, and a fixed row-parity plane, added
@@ -26,7 +26,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from stapel_rl.env.geometry import NUM_ACTIONS, NUM_DIRECTIONS, NUM_SQUARES
-from stapel_rl.env.observation import CELL, LAYOUTS, NUM_PLANES
+from stapel_rl.env.observation import CELL, INPUTS, LAYOUTS, num_planes
 from stapel_rl.env.variants import Variant
 
 POLICY_HEADS = ("fc", "conv")
@@ -62,6 +62,10 @@ class NetworkConfig:
             KataGo's value head), then the MLP (``PoolHead``): every channel
             reaches the value, not one plane's worth. The points head has the
             same form.
+        inputs: the input planes (``stapel_rl.env.observation.INPUTS``): "base"
+            (the 18 planes of the stacks and the game), or "moves" (also the
+            squares the side to move's legal actions start from, the stacks
+            either side could leap, and the opponent's movable stacks).
     """
 
     blocks: int = 6
@@ -72,6 +76,7 @@ class NetworkConfig:
     layout: str = "grid"
     policy_head: str = "fc"
     value_head: str = "plane"
+    inputs: str = "base"
 
     def __post_init__(self):
         if self.layout not in LAYOUTS:
@@ -80,6 +85,8 @@ class NetworkConfig:
             raise ValueError(f"policy_head must be one of {POLICY_HEADS}, got {self.policy_head!r}")
         if self.value_head not in VALUE_HEADS:
             raise ValueError(f"value_head must be one of {VALUE_HEADS}, got {self.value_head!r}")
+        if self.inputs not in INPUTS:
+            raise ValueError(f"inputs must be one of {sorted(INPUTS)}, got {self.inputs!r}")
 
     def for_variant(self, variant: Variant) -> NetworkConfig:
         """This shape with ``points_head`` decided for ``variant`` if it is None."""
@@ -163,8 +170,9 @@ def scalar_head(config: NetworkConfig) -> nn.Module:
 class PolicyValueNet(nn.Module):
     """Residual policy-value network over canonical planes.
 
-    ``forward(obs)`` with ``obs: float32 [B, NUM_PLANES, H, W]`` (``H, W`` of
-    ``config.layout``) returns ``(logits, value, points)``:
+    ``forward(obs)`` with ``obs: float32 [B, C, H, W]`` (``encode(state, net.layout,
+    net.inputs)``: ``H, W`` of ``config.layout``, ``C`` planes of ``config.inputs``) returns
+    ``(logits, value, points)``:
 
     - ``logits``: ``[B, 200]`` unnormalised, over canonical action ids;
     - ``value``: ``[B]`` in [-1, 1] (tanh), expected result for the side to move;
@@ -189,7 +197,7 @@ class PolicyValueNet(nn.Module):
             parity = (torch.arange(rows) % 2 == 0).float()[None, None, :, None].expand(1, 1, rows, cols)
             self.register_buffer("parity", parity.contiguous(), persistent=False)
             extra = 1
-        self.stem = nn.Sequential(conv_bn(NUM_PLANES + extra, c, 3), nn.ReLU())
+        self.stem = nn.Sequential(conv_bn(num_planes(config.inputs) + extra, c, 3), nn.ReLU())
         self.tower = nn.Sequential(*(ResidualBlock(c) for _ in range(config.blocks)))
         if config.policy_head == "fc":
             self.policy_reduce = nn.Sequential(conv_bn(c, config.policy_channels, 1), nn.ReLU())
@@ -204,15 +212,21 @@ class PolicyValueNet(nn.Module):
 
     @property
     def layout(self) -> str:
-        """The input layout, "grid" or "compact" (``encode(state, net.layout)``)."""
+        """The input layout, "grid" or "compact" (``encode(state, net.layout, net.inputs)``)."""
         return self.config.layout
 
+    @property
+    def inputs(self) -> str:
+        """The input planes, "base" or "moves" (``encode(state, net.layout, net.inputs)``)."""
+        return self.config.inputs
+
     def forward(self, obs: torch.Tensor) -> "tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]":
-        """``obs [B, NUM_PLANES, H, W]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
-        if obs.shape[-2:] != LAYOUTS[self.config.layout]:
+        """``obs [B, C, H, W]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
+        shape = (num_planes(self.config.inputs), *LAYOUTS[self.config.layout])
+        if obs.shape[-3:] != shape:
             raise ValueError(
-                f"a {self.config.layout} network takes planes [B, C, "
-                f"{', '.join(map(str, LAYOUTS[self.config.layout]))}], got {tuple(obs.shape)}"
+                f"a {self.config.layout} network of {self.config.inputs} inputs takes planes "
+                f"[B, {', '.join(map(str, shape))}], got {tuple(obs.shape)}"
             )
         if self.config.layout == "compact":
             parity = self.parity.to(obs.dtype).expand(obs.shape[0], -1, -1, -1)

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from stapel_rl.env.observation import LAYOUTS, NUM_PLANES
+from stapel_rl.env.observation import LAYOUTS, num_planes
 from stapel_rl.models.fused import fast_extra, inference_copy
 from stapel_rl.models.network import PolicyValueNet
 
@@ -55,7 +55,7 @@ def export(net: PolicyValueNet) -> Any:
             if tensor.is_floating_point():
                 tensor.copy_(torch.rand(tensor.shape, generator=generator))
     outputs = list(OUTPUTS if net.points_head is not None else OUTPUTS[:2])
-    example = torch.zeros(2, NUM_PLANES, *LAYOUTS[net.layout])
+    example = torch.zeros(2, num_planes(net.inputs), *LAYOUTS[net.layout])
     buffer = io.BytesIO()
     with warnings.catch_warnings():
         # The tracer warns about the layout check in forward (a constant for a traced graph) and
@@ -81,7 +81,7 @@ def export(net: PolicyValueNet) -> Any:
 class OnnxNetwork:
     """An ONNX Runtime session computing a ``PolicyValueNet`` in fp32, with its weights swappable.
 
-    ``OnnxNetwork(net, threads)(planes)`` takes ``float32 [B, NUM_PLANES, H, W]``
+    ``OnnxNetwork(net, threads)(planes)`` takes ``float32 [B, C, H, W]``
     numpy planes in ``net``'s layout and returns numpy ``(logits [B, 200],
     value [B], points [B] or None)`` over canonical action ids, as ``net``
     does. ``load(net)`` takes new weights of the same structure.
@@ -113,6 +113,6 @@ class OnnxNetwork:
         )
 
     def __call__(self, planes: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray | None]":
-        """``planes float32 [B, NUM_PLANES, H, W]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
+        """``planes float32 [B, C, H, W]`` -> ``(logits [B, 200], value [B], points [B] or None)``."""
         outputs = self._session.run(None, {INPUT: np.ascontiguousarray(planes, dtype=np.float32)})
         return outputs[0], outputs[1], outputs[2] if self.has_points else None

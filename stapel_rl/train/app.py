@@ -300,7 +300,8 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             history = []
             if len(buffer) >= t.min_replay:
                 for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
-                    history.append(trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix)))
+                    sample = buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix, model_config.inputs)
+                    history.append(trainer.step(sample))
             train_seconds = time.perf_counter() - train_start
             scalars = mean_metrics(history) if history else {}
             now = counters["seconds"] + time.perf_counter() - start  # the run's clock, which the schedules read

@@ -98,9 +98,15 @@ class ReplayBuffer:
         self.added += n
 
     def sample(
-        self, batch_size: int, rng: np.random.Generator, layout: str = "grid", value_mix: float = 0.0
+        self,
+        batch_size: int,
+        rng: np.random.Generator,
+        layout: str = "grid",
+        value_mix: float = 0.0,
+        inputs: str = "base",
     ) -> TrainingBatch:
-        """``batch_size`` positions drawn uniformly, observations in ``layout`` ("grid" or "compact").
+        """``batch_size`` positions drawn uniformly, observations in ``layout`` ("grid" or "compact") of
+        ``inputs``' planes ("base" or "moves").
 
         The value target is ``(1 - value_mix) * result + value_mix * root value``.
         """
@@ -109,7 +115,7 @@ class ReplayBuffer:
         index = rng.integers(0, self.size, size=batch_size)
         state = self.states(index)
         return TrainingBatch(
-            obs=encode(state, layout),
+            obs=encode(state, layout, inputs),
             mask=canonical_mask(state),
             policy=self.arrays["policy"][index],
             value=(1.0 - value_mix) * self.arrays["value"][index] + value_mix * self.arrays["root_value"][index],

@@ -5,14 +5,18 @@ import pytest
 from boards import fen as fen_of
 
 from stapel_rl.env import from_fens, init, step
-from stapel_rl.env.geometry import ROTATE_ACTION
+from stapel_rl.env.geometry import FORWARD_DIRECTIONS, JUMP, NEIGHBOR, ROTATE_ACTION
 from stapel_rl.env.observation import (
     CELL,
+    INPUTS,
+    MOVE_PLANES,
     NUM_PLANES,
     PLANES,
     canonical_mask,
     encode,
+    encode_squares,
     from_canonical_actions,
+    num_planes,
     to_canonical_actions,
 )
 from stapel_rl.env.sampling import random_legal_actions
@@ -35,12 +39,13 @@ def mirror(fen: str) -> str:
 BLACK_TO_MOVE = fen_of("B", {1: "b", 23: "bw", 28: "wbb", 46: "w"})
 
 
+@pytest.mark.parametrize("inputs", sorted(INPUTS))
 @pytest.mark.parametrize("variant", ["I", "II"])
-def test_black_view_equals_mirrored_white_view(variant):
+def test_black_view_equals_mirrored_white_view(variant, inputs):
     black = from_fens([BLACK_TO_MOVE], variant)
     white = from_fens([mirror(BLACK_TO_MOVE)], variant)
     assert black.current_player[0] == 1 and white.current_player[0] == 0
-    np.testing.assert_array_equal(encode(black), encode(white))
+    np.testing.assert_array_equal(encode(black, inputs=inputs), encode(white, inputs=inputs))
     np.testing.assert_array_equal(canonical_mask(black), white.legal_action_mask)
 
 
@@ -58,6 +63,7 @@ def test_mirrored_views_along_random_games():
             mirrored = from_fens([mirror(f) for f in fens], "II")
             mirrored = mirrored.replace(ply=state.ply[black].copy())
             mine = take(state, black)
+            np.testing.assert_array_equal(encode(mine, inputs="moves"), encode(mirrored, inputs="moves"))
             np.testing.assert_array_equal(encode(mine), encode(mirrored))
             np.testing.assert_array_equal(canonical_mask(mine), mirrored.legal_action_mask)
             checked += black.size
@@ -143,3 +149,83 @@ def test_compact_planes_of_the_initial_position():
 def test_unknown_layout_is_rejected():
     with pytest.raises(ValueError, match="layout"):
         encode(init("I", 1), "hex")
+
+
+# --- the planes of the moves both sides have (inputs="moves") -----------------------------
+
+
+def _squares(plane: np.ndarray) -> "list[int]":
+    """Square numbers (1-50) marked on a plane of ``encode_squares``."""
+    return [int(i) + 1 for i in np.flatnonzero(plane)]
+
+
+def test_move_planes_of_a_known_position():
+    # White to move: its man on 33 must leap Black's 28 (22 behind it is vacant); Black's 28 could
+    # leap 33 (to 39), Black's 19 could step to 23 or 24, Black's 1 is blocked by its own 6 and 7, whose
+    # step squares 11 and 12 are vacant; White's 46 and 47 wait (and could step, were there no capture).
+    stacks = {33: "w", 28: "b", 19: "b", 1: "b", 6: "b", 7: "b", 46: "w", 47: "w"}
+    state = from_fens([fen_of("W", stacks)], "I")
+    planes = encode_squares(state, "moves")[0]
+    assert planes.shape == (num_planes("moves"), 50) == (22, 50)
+    plane = dict(zip(MOVE_PLANES, planes[NUM_PLANES:], strict=True))
+    assert _squares(plane["legal_from"]) == [33]
+    assert _squares(plane["own_attacked"]) == [33]
+    assert _squares(plane["opp_attacked"]) == [28]
+    assert _squares(plane["opp_movable"]) == [6, 7, 19, 28]
+    np.testing.assert_array_equal(planes[:NUM_PLANES], encode_squares(state)[0])
+
+
+def test_move_planes_on_the_grid_sit_on_dark_squares():
+    state = init("I", 1)
+    grid, compact = encode(state, "grid", "moves")[0], encode(state, "compact", "moves")[0]
+    assert grid.shape == (22, 10, 10) and compact.shape == (22, 10, 5)
+    np.testing.assert_array_equal(grid.reshape(22, 100)[:, CELL], compact.reshape(22, 50))
+    # At the start White's front row (31-35) can move, and so could Black's (16-20); nothing is attacked.
+    assert _squares(compact[18].reshape(50)) == [31, 32, 33, 34, 35]
+    assert compact[19:21].sum() == 0
+    assert _squares(compact[21].reshape(50)) == [16, 17, 18, 19, 20]
+
+
+def _brute_move_planes(state, g: int) -> np.ndarray:
+    """The move planes of game ``g`` on board squares, square by square from the step tables."""
+    me = int(state.current_player[g])
+    top = {
+        sq: int(state.colours[g, sq] & np.uint64(1)) for sq in range(50) if state.height[g, sq] > 0
+    }  # square -> the colour controlling it
+
+    def leaps(sq: int, d: int) -> bool:
+        over, to = NEIGHBOR[sq, d], JUMP[sq, d]
+        return to >= 0 and over in top and top[over] != top[sq] and to not in top
+
+    planes = np.zeros((4, 50), dtype=bool)
+    planes[0] = state.legal_action_mask[g].reshape(50, 4).any(axis=1)
+    for sq, colour in top.items():
+        for d in range(4):
+            if leaps(sq, d):
+                planes[1 if colour != me else 2, NEIGHBOR[sq, d]] = True
+            step = NEIGHBOR[sq, d]
+            if colour != me and (leaps(sq, d) or (d in FORWARD_DIRECTIONS[colour] and step >= 0 and step not in top)):
+                planes[3, sq] = True
+    return planes
+
+
+def test_move_planes_equal_a_square_by_square_count_along_random_games():
+    rng = np.random.default_rng(7)
+    checked = 0
+    for variant in ("I", "II"):
+        state = init(variant, 32)
+        for _ in range(60):
+            planes = encode_squares(state, "moves")[:, NUM_PLANES:]
+            for g in np.flatnonzero(~state.done):
+                expected = _brute_move_planes(state, int(g))
+                if state.current_player[g] == 1:  # the side to move's view: the board rotated
+                    expected = expected[:, ::-1]
+                np.testing.assert_array_equal(planes[g].astype(bool), expected)
+                checked += 1
+            state = step(state, random_legal_actions(state.legal_action_mask, rng))
+    assert checked > 2000
+
+
+def test_unknown_inputs_are_rejected():
+    with pytest.raises(ValueError, match="inputs must be one of"):
+        encode(init("I", 1), inputs="rich")

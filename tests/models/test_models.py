@@ -1,5 +1,7 @@
 """The policy-value network, the masked softmax and the network evaluator."""
 
+import dataclasses
+
 import numpy as np
 import pytest
 import torch
@@ -41,7 +43,7 @@ def trained_bn_net(config: NetworkConfig, seed: int = 0) -> PolicyValueNet:
     net.train()
     with torch.no_grad():
         for _ in range(3):
-            net(torch.from_numpy(encode(random_states(16, seed), config.layout)) * 3.0 + 0.5)
+            net(torch.from_numpy(encode(random_states(16, seed), config.layout, config.inputs)) * 3.0 + 0.5)
     return net
 
 
@@ -324,12 +326,39 @@ def net_input(net: PolicyValueNet, obs: torch.Tensor) -> torch.Tensor:
 
 
 def test_network_rejects_planes_of_the_other_layout():
-    with pytest.raises(ValueError, match="compact network takes planes"):
+    with pytest.raises(ValueError, match=r"compact network of base inputs takes planes \[B, 18, 10, 5\]"):
         PolicyValueNet(TINY_COMPACT)(torch.zeros(2, NUM_PLANES, 10, 10))
-    with pytest.raises(ValueError, match="grid network takes planes"):
+    with pytest.raises(ValueError, match=r"grid network of base inputs takes planes \[B, 18, 10, 10\]"):
         PolicyValueNet(TINY)(torch.zeros(2, NUM_PLANES, 10, 5))
     with pytest.raises(ValueError, match="layout"):
         NetworkConfig(layout="hex")
+
+
+@pytest.mark.parametrize("layout", ["grid", "compact"])
+def test_a_network_of_move_planes_reads_them_in_every_path(layout):
+    from stapel_rl.models.fused import inference_copy
+
+    config = dataclasses.replace(TINY, layout=layout, inputs="moves")
+    net = trained_bn_net(config, seed=3).eval()
+    assert net.inputs == "moves" and net.stem[0][0].in_channels == 22 + (layout == "compact")
+    with pytest.raises(ValueError, match=r"of moves inputs takes planes \[B, 22, "):
+        net(torch.from_numpy(encode(random_states(2, seed=1), layout)))  # the base planes only
+    state = random_states(6, seed=6)
+    with torch.no_grad():
+        logits, value, _ = net(torch.from_numpy(encode(state, layout, "moves")))
+    evaluation = NetworkEvaluator(net, "cpu", precision="fp32", fold=False)(state)
+    np.testing.assert_allclose(evaluation.value, value.numpy(), rtol=1e-5, atol=1e-6)
+    fast = inference_copy(net, "fp32")
+    planes = torch.from_numpy(encode(state, layout, "moves"))
+    _, fast_value, _ = fast(planes.contiguous(memory_format=torch.channels_last))
+    torch.testing.assert_close(fast_value, value, atol=1e-4, rtol=1e-4)
+    # The move planes reach the output: clearing them changes the value.
+    planes = encode(state, layout, "moves")
+    planes[:, NUM_PLANES:] = 0
+    with torch.no_grad():
+        assert not torch.allclose(net(torch.from_numpy(planes))[1], value)
+    with pytest.raises(ValueError, match="inputs"):
+        NetworkConfig(inputs="rich")
 
 
 def test_evaluator_encodes_in_the_network_layout():

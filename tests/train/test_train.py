@@ -316,3 +316,21 @@ def test_init_weights_of_another_variant_or_network_is_a_clear_error():
     pooled = dataclasses.replace(small, value_head="pool")
     with pytest.raises(ValueError, match=r"value_head: plane \(checkpoint\) != pool \(run\)"):
         checkpoint.load_weights("variant_I", pooled, "I")
+
+
+def test_a_run_of_move_planes_trains_and_plays(tmp_path):
+    from stapel_rl.env import engine
+    from stapel_rl.eval.agents import make_agent
+
+    run = tmp_path / "run"
+    done = run_train(run, "model.inputs=moves", "model.layout=compact")
+    assert done.returncode == 0, done.stderr[-3000:]
+    (ckpt,) = checkpoint.list_checkpoints(run / "checkpoints")
+    state = checkpoint.load(ckpt)
+    assert state["model_config"]["inputs"] == "moves" and state["model"]["stem.0.0.weight"].shape[1] == 23
+    agent = make_agent(f"mcts:{ckpt}:sims=4")
+    game = engine.init("I", 2)
+    actions = agent(game, np.random.default_rng(0))
+    assert game.legal_action_mask[np.arange(2), actions].all()
+    wrong = run_train(tmp_path / "wrong", "model.inputs=rich")
+    assert wrong.returncode != 0 and "inputs must be one of ['base', 'moves'], got 'rich'" in wrong.stderr
