@@ -318,6 +318,7 @@ def test_init_weights_of_another_variant_or_network_is_a_clear_error():
         checkpoint.load_weights("variant_I", pooled, "I")
 
 
+@pytest.mark.slow
 def test_a_run_of_move_planes_trains_and_plays(tmp_path):
     from stapel_rl.env import engine
     from stapel_rl.eval.agents import make_agent
