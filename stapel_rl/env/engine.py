@@ -38,12 +38,12 @@ _ZERO = np.uint64(0)
 _ONE = np.uint64(1)
 _ALL = np.uint64(0xFFFFFFFFFFFFFFFF)
 #: By colour, all bits in the columns of its forward directions ([4] per colour), none in the others.
-_FORWARD = np.array(
+FORWARD_COLUMNS = np.array(
     [[_ALL if d in FORWARD_DIRECTIONS[c] else _ZERO for d in range(NUM_DIRECTIONS)] for c in (0, 1)], dtype=np.uint64
 )
 
 
-def _bitboards(height: np.ndarray, colours: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
+def bitboards(height: np.ndarray, colours: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
     """White- and Black-controlled bitboards ``uint64 [B]`` from the stacks."""
     occupied = height > 0
     top_black = (colours & _ONE).astype(bool)
@@ -120,7 +120,7 @@ def _legal_actions(
     # none that continues (also in the middle of a capture), the first leaps are the mask.
     first_leaps = np.bitwise_count(boards).sum(axis=1, dtype=np.int16)
     long_capture = has_capture & may_continue & (first_leaps > 1)
-    plain = steppers[:, None] & np.where(player[:, None] == 1, _FORWARD[1], _FORWARD[0]) & next_empty
+    plain = steppers[:, None] & np.where(player[:, None] == 1, FORWARD_COLUMNS[1], FORWARD_COLUMNS[0]) & next_empty
     boards = np.where(has_capture[:, None], boards, plain)
     boards[long_capture] = _ZERO
     mask = _masks_to_actions(boards)
@@ -168,7 +168,7 @@ def from_arrays(height: np.ndarray, colours: np.ndarray, player: np.ndarray, var
     height = np.ascontiguousarray(height, dtype=np.uint8)
     colours = np.ascontiguousarray(colours, dtype=np.uint64)
     b = height.shape[0]
-    white, black = _bitboards(height, colours)
+    white, black = bitboards(height, colours)
     state = State(
         height=height,
         colours=colours,

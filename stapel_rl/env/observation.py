@@ -50,16 +50,15 @@ from __future__ import annotations
 
 import numpy as np
 
+from stapel_rl.env.engine import FORWARD_COLUMNS, bitboards
 from stapel_rl.env.geometry import (
     COL,
-    FORWARD_DIRECTIONS,
     NUM_DIRECTIONS,
     NUM_SQUARES,
     ROTATE_ACTION,
     ROTATE_SQUARE,
     ROW,
     VALID,
-    pack_squares,
     shift_all,
     unpack_squares,
     unshift_all,
@@ -86,11 +85,6 @@ LAYOUTS = {"grid": (10, 10), "compact": (10, 5)}
 CELL = (ROW * 10 + COL).astype(np.int64)
 _SQUARES = np.arange(NUM_SQUARES)
 _DEPTH_BITS = np.arange(DEPTHS, dtype=np.uint64)
-#: ``uint64 [2, 4]``: by colour, all bits in the columns of its forward directions, none in the others.
-_FORWARD = np.array(
-    [[~np.uint64(0) if d in FORWARD_DIRECTIONS[c] else np.uint64(0) for d in range(NUM_DIRECTIONS)] for c in (0, 1)],
-    dtype=np.uint64,
-)
 
 
 def num_planes(inputs: str = "base") -> int:
@@ -109,9 +103,7 @@ def move_planes(state: State) -> np.ndarray:
     """The ``MOVE_PLANES`` on board squares: ``bool [B, 4, 50]`` (not yet the side to move's view)."""
     b = state.batch_size
     # From the stacks, as the other planes are (a replay buffer's states carry no bitboards).
-    occupied = state.height > 0
-    top_black = (state.colours & np.uint64(1)).astype(bool)
-    white, black_men = pack_squares(occupied & ~top_black), pack_squares(occupied & top_black)
+    white, black_men = bitboards(state.height, state.colours)
     black = state.current_player == 1
     own = np.where(black, black_men, white)
     opp = np.where(black, white, black_men)
@@ -120,7 +112,7 @@ def move_planes(state: State) -> np.ndarray:
     # A leaper's column d stepped once in direction d lands on the stack it leaps.
     own_attacked = np.bitwise_or.reduce(shift_all(opp_leaps), axis=1) & own
     opp_attacked = np.bitwise_or.reduce(shift_all(own_leaps), axis=1) & opp
-    opp_steps = opp[:, None] & unshift_all(empty) & _FORWARD[np.where(black, 0, 1)]
+    opp_steps = opp[:, None] & unshift_all(empty) & FORWARD_COLUMNS[np.where(black, 0, 1)]
     opp_movable = np.bitwise_or.reduce(opp_leaps | opp_steps, axis=1)
     planes = np.empty((b, len(MOVE_PLANES), NUM_SQUARES), dtype=bool)
     planes[:, 0] = state.legal_action_mask.reshape(b, NUM_SQUARES, NUM_DIRECTIONS).any(axis=2)
