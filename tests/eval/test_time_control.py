@@ -202,8 +202,14 @@ def test_a_processs_first_move_by_time_searches_as_much_as_the_next(build):
     # on either count: its simulations (a third of the next moves' at least), or its simulations per CPU
     # second of the call, which a process stalled by others' load keeps (the class's warm-up is paid in
     # its first call, outside the clock but inside the call's CPU time, so the rate alone would not do).
-    # A first move searched short, as before the fix, fails both.
-    moves = [line.split() for line in first_moves(build, 3, "f'{agent.simulations} {cpu}'")]
-    sims = [int(n) for n, _ in moves]
-    rates = [int(n) / max(float(cpu), 1e-9) for n, cpu in moves]
-    assert sims[0] >= max(sims[1:]) / 3 or rates[0] >= max(rates[1:]) / 3, (sims, rates)
+    # A first move searched short, as before the fix, fails both, in every fresh process; a busy CI
+    # machine failed one process once ([45, 126, 261] simulations), so three are tried.
+    reports = []
+    for _ in range(3):
+        moves = [line.split() for line in first_moves(build, 3, "f'{agent.simulations} {cpu}'")]
+        sims = [int(n) for n, _ in moves]
+        rates = [int(n) / max(float(cpu), 1e-9) for n, cpu in moves]
+        if sims[0] >= max(sims[1:]) / 3 or rates[0] >= max(rates[1:]) / 3:
+            return
+        reports.append((sims, rates))
+    raise AssertionError(reports)
