@@ -11,7 +11,8 @@ agent spec and gives ``MaskablePPO`` the legal-action mask
 (default: half of them ``random``, half ``greedy``). The reward is the game's
 result only: +1 win, -1 loss, 0 draw or truncation.
 
-The policy is saved to ``OUT/maskable_ppo.zip`` and then scored against
+PPO's training statistics (episode rewards and lengths, losses) go to
+``OUT/progress.csv``. The policy is saved to ``OUT/maskable_ppo.zip`` and then scored against
 ``random`` and ``greedy`` as ``stapel-match`` does: colour-swapped pairs from
 the variant's opening suite, through the agent class of
 ``stapel_rl.eval.sb3_agent`` (the agent spec ``sb3:OUT/maskable_ppo.zip``)
@@ -30,6 +31,7 @@ import time
 import numpy as np
 import torch
 from sb3_contrib import MaskablePPO
+from stable_baselines3.common.logger import configure
 from stable_baselines3.common.monitor import Monitor
 from stable_baselines3.common.vec_env import DummyVecEnv
 
@@ -41,7 +43,9 @@ from stapel_rl.eval.sb3_agent import SB3Agent
 from stapel_rl.eval.versus import VersusAgent
 
 
-def train(variant: str, opponents: "list[str]", timesteps: int, envs: int, n_steps: int, seed: int) -> MaskablePPO:
+def train(
+    variant: str, opponents: "list[str]", timesteps: int, envs: int, n_steps: int, seed: int, out: pathlib.Path
+) -> MaskablePPO:
     def make_env(rank: int):
         return lambda: VersusAgent(StapelEnv(variant), opponent=opponents[rank % len(opponents)], colour="random")
 
@@ -65,6 +69,8 @@ def train(variant: str, opponents: "list[str]", timesteps: int, envs: int, n_ste
         device="cpu",
         verbose=0,
     )
+    # Without a logger of its own, SB3 writes a folder /tmp/SB3-<date> for every run and leaves it there.
+    model.set_logger(configure(str(out), ["csv"]))
     start = time.perf_counter()
     model.learn(total_timesteps=timesteps)
     print(f"trained {timesteps} steps in {time.perf_counter() - start:.0f} s")
@@ -104,9 +110,9 @@ def main() -> None:
     opponents = [spec.strip() for spec in args.opponents.split(",") if spec.strip()]
     for spec in opponents:
         make_agent(spec)  # an unknown spec fails now, not after training
-    model = train(args.variant, opponents, args.timesteps, args.envs, args.n_steps, args.seed)
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
+    model = train(args.variant, opponents, args.timesteps, args.envs, args.n_steps, args.seed, out)
     path = out / "maskable_ppo.zip"
     model.save(path)
     print(f"saved {path} (agent spec sb3:{path})")

@@ -80,8 +80,9 @@ def test_spec_errors_name_what_is_allowed(tmp_path):
 
 
 @pytest.mark.slow
-def test_maskable_ppo_learns_on_versus_agent_and_its_policy_plays(tmp_path):
+def test_maskable_ppo_learns_on_versus_agent_and_its_policy_plays(tmp_path, monkeypatch):
     """A short MaskablePPO run (a few hundred steps) on VersusAgent, then the saved policy as an agent."""
+    monkeypatch.setenv("SB3_LOGDIR", str(tmp_path / "sb3_log"))  # SB3's default: a folder in /tmp, left behind
     env = VersusAgent(StapelEnv("I"), opponent="greedy", colour="random")
     model = MaskablePPO(
         "MlpPolicy", env, n_steps=128, batch_size=64, n_epochs=2, policy_kwargs={"net_arch": [64]}, seed=0, device="cpu"
@@ -120,4 +121,5 @@ def test_example_trains_saves_and_scores(tmp_path):
     )
     assert out.returncode == 0, out.stderr[-3000:]
     assert (tmp_path / "maskable_ppo.zip").exists()
+    assert "time/total_timesteps" in (tmp_path / "progress.csv").read_text().splitlines()[0].split(",")
     assert "vs random : " in out.stdout and "vs greedy : " in out.stdout
