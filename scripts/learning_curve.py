@@ -65,24 +65,27 @@ def hours(path: pathlib.Path) -> float:
     return float(load(path)["counters"]["seconds"]) / 3600.0
 
 
-def snapshots(run_dir: pathlib.Path, every: int) -> "list[tuple[pathlib.Path, float]]":
-    """Every ``every``-th snapshot of a run (the last one always) with its wall-clock hours, and the
-    run's newest checkpoint where it is later than the last snapshot (the network the run ended with)."""
-    paths = list_checkpoints(run_dir / "snapshots")
-    if not paths:
-        raise ValueError(f"{run_dir} has no snapshots/: was it trained with train.keep_every_minutes > 0?")
-    chosen = paths[::every] + ([paths[-1]] if (len(paths) - 1) % every else [])
-    points = [(p, hours(p)) for p in chosen]
+def snapshots(run_dir: pathlib.Path, every: int, until: float = float("inf")) -> "list[tuple[pathlib.Path, float]]":
+    """Every ``every``-th snapshot of a run saved by ``until`` wall-clock hours (the last of them always)
+    with its hours, and the run's newest checkpoint where it is later than that and still by ``until``
+    (the network the run ended with, or had then)."""
+    timed = [(p, hours(p)) for p in list_checkpoints(run_dir / "snapshots")]
+    timed = [(p, h) for p, h in timed if h <= until]
+    if not timed:
+        raise ValueError(
+            f"{run_dir} has no snapshots/ (by {until:g} hours): was it trained with train.keep_every_minutes > 0?"
+        )
+    points = timed[::every] + ([timed[-1]] if (len(timed) - 1) % every else [])
     for final in list_checkpoints(run_dir / "checkpoints")[-1:]:
         final_hours = hours(final)  # a training checkpoint holds the replay buffer: load it once
-        if final_hours > points[-1][1]:
+        if points[-1][1] < final_hours <= until:
             points.append((final, final_hours))
     return points
 
 
-def minimax_points(run_dir: pathlib.Path, seconds: float) -> "list[tuple[str, float]]":
-    """The agent spec of a minimax run's current evaluation at its start and after each generation, with
-    the run's hours then."""
+def minimax_points(run_dir: pathlib.Path, seconds: float, until: float = float("inf")) -> "list[tuple[str, float]]":
+    """The agent spec of a minimax run's current evaluation at its start and after each generation that
+    ended by ``until`` wall-clock hours, with the run's hours then."""
     try:
         state = json.loads((run_dir / "loop.json").read_text())
         history = state["history"]
@@ -97,6 +100,8 @@ def minimax_points(run_dir: pathlib.Path, seconds: float) -> "list[tuple[str, fl
     elapsed = 0.0
     for record in history:
         elapsed += float(record["seconds"])
+        if elapsed / 3600.0 > until:
+            break
         points.append((spec(record["current"]), elapsed / 3600.0))
     return points
 
@@ -189,6 +194,13 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--cores", type=int, default=1, help="hours are CPU-hours: wall-clock times this many cores")
     parser.add_argument("--pairs", type=int, default=10, help="openings per pairing (each played with both colours)")
     parser.add_argument("--every", type=int, default=1, help="rate every n-th snapshot of each run")
+    parser.add_argument(
+        "--max-hours",
+        type=float,
+        default=None,
+        help="leave out what a run saved later than this (the figure's hours: CPU-hours with --cores), so that "
+        "runs still going, or of unequal length, are rated up to equal compute",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--labels", nargs="+", default=None, help="legend names of the runs (default: folder names)")
     # Not the committed results by default: resuming them would re-rate their games and redraw the tracked figure.
@@ -219,15 +231,18 @@ def main(argv: "list[str] | None" = None) -> int:
             raise ValueError(f"--time must be a positive number of seconds, got {args.time}")
         if args.cores < 1:
             raise ValueError(f"--cores must be at least 1, got {args.cores}")
+        if args.max_hours is not None and not args.max_hours > 0:
+            raise ValueError(f"--max-hours must be a positive number of hours, got {args.max_hours}")
+        until = float("inf") if args.max_hours is None else args.max_hours / args.cores  # wall-clock hours
         entries = []  # (curve, hours, agent spec)
         for label, run_dir in zip(labels, map(pathlib.Path, args.runs), strict=True):
             if (run_dir / "loop.json").is_file():
                 if args.time is None:
                     raise ValueError(f"{run_dir} is a minimax run: its engines are rated at equal time, give --time")
-                entries += [(label, h, spec) for spec, h in minimax_points(run_dir, args.time)]
+                entries += [(label, h, spec) for spec, h in minimax_points(run_dir, args.time, until)]
             else:
                 limit = f"time={args.time:g}" if args.time is not None else f"sims={args.sims}"
-                entries += [(label, h, f"mcts:{path}:{limit}") for path, h in snapshots(run_dir, args.every)]
+                entries += [(label, h, f"mcts:{path}:{limit}") for path, h in snapshots(run_dir, args.every, until)]
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -270,6 +285,7 @@ def main(argv: "list[str] | None" = None) -> int:
                 "time": args.time,
                 "cores": args.cores,
                 "pairs": args.pairs,
+                "max_hours": args.max_hours,
                 "runs": args.runs,
                 "code_version": code_version(),
             },

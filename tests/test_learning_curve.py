@@ -38,6 +38,20 @@ def test_the_final_checkpoint_joins_the_snapshots_when_later(tmp_path):
     assert len(script.snapshots(fake_run(tmp_path / "b", [5], final=5), every=1)) == 1
 
 
+def test_snapshots_after_the_hours_cap_are_left_out(tmp_path):
+    script = load_script("learning_curve")
+    run = fake_run(tmp_path / "a", [5, 10, 15, 20], final=23)
+    # By 16 minutes: every second of the three snapshots saved by then (the last always), no final checkpoint.
+    points = script.snapshots(run, every=2, until=16 / 60)
+    assert [h for _, h in points] == pytest.approx([5 / 60, 15 / 60])
+    assert all(p.parent.name == "snapshots" for p, _ in points)
+    assert [h for _, h in script.snapshots(run, every=2, until=1.0)] == pytest.approx(
+        [5 / 60, 15 / 60, 20 / 60, 23 / 60]
+    )
+    with pytest.raises(ValueError, match="no snapshots/ \\(by 0.05 hours\\)"):
+        script.snapshots(run, every=1, until=0.05)
+
+
 @pytest.mark.slow
 def test_curves_of_two_runs_on_one_ladder(tmp_path):
     script = load_script("learning_curve")
@@ -163,6 +177,7 @@ def test_a_minimax_run_is_its_current_evaluation_after_each_generation(tmp_path,
         (start, 0.5),  # not promoted: the starting evaluation again
         (f"classical:time=0.1:eval={run}/generations/gen_0002/net.npz", 0.75),
     ]
+    assert script.minimax_points(run, 0.1, until=0.6) == [(start, 0.0), (start, 0.5)]  # generation 2 ended later
 
 
 def test_a_minimax_run_needs_equal_time(tmp_path, capsys):
@@ -172,6 +187,8 @@ def test_a_minimax_run_needs_equal_time(tmp_path, capsys):
     assert "is a minimax run: its engines are rated at equal time, give --time" in capsys.readouterr().err
     assert script.main([str(run), "--time", "0", "--out", str(tmp_path / "out")]) == 2
     assert script.main([str(tmp_path), "--out", str(tmp_path / "out")]) == 2  # neither kind of run
+    assert script.main([str(run), "--time", "0.1", "--max-hours", "0", "--out", str(tmp_path / "out")]) == 2
+    assert "--max-hours must be a positive number of hours, got 0.0" in capsys.readouterr().err
 
 
 @pytest.mark.slow
@@ -187,10 +204,10 @@ def test_alphazero_and_minimax_runs_on_one_ladder_by_cpu_hours(tmp_path):
     minimax.run(cfg, tmp_path / "mm")
     az = fake_run(tmp_path / "az", [30])
     out = tmp_path / "out"
-    argv = [str(az), str(tmp_path / "mm"), "--time", "0.01", "--cores", "2", "--pairs", "1"]
+    argv = [str(az), str(tmp_path / "mm"), "--time", "0.01", "--cores", "2", "--pairs", "1", "--max-hours", "50"]
     assert script.main([*argv, "--ladder", "random", "greedy", "--anchor", "greedy", "--out", str(out)]) == 0
     saved = json.loads((out / "learning_curve.json").read_text())
-    assert saved["cores"] == 2 and saved["time"] == 0.01
+    assert saved["cores"] == 2 and saved["time"] == 0.01 and saved["max_hours"] == 50
     assert [r["hours"] for r in saved["curves"]["az"]] == pytest.approx([1.0])  # 30 minutes on 2 cores
     assert saved["curves"]["az"][0]["spec"].endswith(":time=0.01")
     mm = saved["curves"]["mm"]
