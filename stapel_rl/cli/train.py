@@ -19,6 +19,7 @@ from stapel_rl._malloc import tune_malloc
 from stapel_rl.train import minimax
 from stapel_rl.train.app import CONFIG_DIR, train
 from stapel_rl.train.config import check_overrides
+from stapel_rl.train.interrupt import RunStopped
 
 LOOPS = ("alphazero", "minimax")
 
@@ -36,7 +37,11 @@ def _run(cfg: DictConfig) -> None:
             sys.exit(f"stapel-train: {problem}")
         print(f"evaluation: {evaluation or 'the hand-written one (no network promoted)'}")
         return
-    final = train(cfg, out_dir)
+    try:
+        final = train(cfg, out_dir)
+    except RunStopped as stopped:  # Ctrl-C, after a checkpoint: no traceback, and no && chain goes on
+        print(stopped.args[0])
+        sys.exit(130)
     print(f"checkpoint: {final}")
 
 

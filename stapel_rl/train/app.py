@@ -39,6 +39,7 @@ from stapel_rl.models import NetworkEvaluator, PolicyValueNet, checkpoint
 from stapel_rl.train.config import Config, config_changes, register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
+from stapel_rl.train.interrupt import RunStopped, StopRequest
 from stapel_rl.train.replay import ReplayBuffer
 from stapel_rl.train.selfplay import SelfPlay
 from stapel_rl.train.trainer import Trainer, mean_metrics
@@ -257,8 +258,10 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     )
     bar.update(round(counters["seconds"]) if budget else counters["iteration"])
     path = None
+    stop = StopRequest("Ctrl-C: the run stops after this iteration, with a checkpoint (Ctrl-C again: at once)")
 
     # --- the loop ----------------------------------------------------------------------------
+    stop.install()
     try:
         while True:
             if (budget and counters["seconds"] >= budget) or (t.iterations and counters["iteration"] >= t.iterations):
@@ -370,7 +373,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
 
             # 4. checkpoint (atomic: temp file + rename), by time and always at the end: with a full replay
             # buffer a save costs a good share of an iteration.
-            last = ending or (budget and counters["seconds"] >= budget)
+            last = ending or (budget and counters["seconds"] >= budget) or stop.requested
             if last or due(counters.get("saved_at", 0.0), t.checkpoint_every_minutes, counters["seconds"]):
                 save_start = time.perf_counter()
                 counters["saved_at"] = counters["seconds"]
@@ -412,10 +415,15 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                     },
                     keep=0,
                 )
+            if stop.requested:
+                break
     finally:
+        stop.restore()
         if workers is not None:
             workers.close()
     bar.close()
     writer.close()
+    if stop.requested:
+        raise RunStopped(path)
     found = checkpoint.list_checkpoints(ckpt_dir)
     return path or (found[-1] if found else None)

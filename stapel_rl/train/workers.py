@@ -28,6 +28,7 @@ import torch
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
+from stapel_rl.train.interrupt import ignore_interrupts
 from stapel_rl.train.replay import Positions
 from stapel_rl.train.selfplay import GameRecord, SelfPlay, SelfPlayConfig
 
@@ -118,12 +119,11 @@ class WorkerPlay:
 
 def _serve(connection: Connection, spec: WorkerSpec, index: int) -> None:
     """A worker's loop: ``(weights, version, n, simulations)`` -> play ``n`` positions -> send the batch back."""
+    ignore_interrupts()  # Ctrl-C reaches the whole process group: the learner stops the workers
     try:
         worker = WorkerPlay(spec, index)
         while (request := connection.recv()) is not None:
             connection.send(("ok", *worker.play(*request)))
-    except KeyboardInterrupt:
-        pass
     except BaseException:  # report it: the learner raises it with the worker's traceback
         connection.send(("error", traceback.format_exc()))
 

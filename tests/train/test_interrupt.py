@@ -1,0 +1,72 @@
+"""Ctrl-C in a training run: the first stops it at the next iteration with a checkpoint, a second at once."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from stapel_rl.models import checkpoint
+from stapel_rl.train.interrupt import RunStopped, StopRequest
+
+TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
+
+
+def test_a_first_sigint_asks_a_second_stops(capsys):
+    stop = StopRequest("stopping").install()
+    try:
+        os.kill(os.getpid(), signal.SIGINT)
+        assert stop.requested and "stopping" in capsys.readouterr().out
+        with pytest.raises(KeyboardInterrupt):
+            os.kill(os.getpid(), signal.SIGINT)
+    finally:
+        stop.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert isinstance(RunStopped("x.pt"), KeyboardInterrupt) and RunStopped("x.pt").checkpoint == "x.pt"
+
+
+def test_a_process_that_ignores_sigint_keeps_ignoring_it():
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a job in the background
+    try:
+        stop = StopRequest("stopping").install()
+        os.kill(os.getpid(), signal.SIGINT)
+        assert not stop.requested and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+        stop.restore()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+@pytest.mark.slow
+def test_ctrl_c_saves_a_checkpoint_stops_the_workers_and_exits_130(tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "stapel_rl.train", f"hydra.run.dir={run}", *TINY, "train.selfplay_workers=1"]
+    cmd += ["train.iterations=0", "train.eval_every_minutes=0", "train.checkpoint_every_minutes=1000"]
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as err:  # a session of its own: Ctrl-C in a terminal reaches the whole process group
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    try:
+        deadline = time.time() + 90
+        while "it=2" not in log.read_text() and time.time() < deadline and proc.poll() is None:
+            time.sleep(0.2)
+        assert "it=2" in log.read_text(), log.read_text()[-3000:]
+        assert not checkpoint.list_checkpoints(run / "checkpoints")  # none yet: only the stop saves one
+        workers = json.loads((run / "selfplay_pids.json").read_text())
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode == 130, log.read_text()[-3000:]
+    assert "Ctrl-C: the run stops after this iteration" in out
+    assert "Traceback" not in log.read_text()
+    (saved,) = checkpoint.list_checkpoints(run / "checkpoints")
+    assert f"stopped by Ctrl-C; checkpoint {saved} saved: the same command resumes the run" in out
+    assert checkpoint.load(saved)["counters"]["iteration"] >= 2
+    for pid in workers:  # the worker ignored the group's SIGINT and was stopped by the learner
+        with pytest.raises(ProcessLookupError):
+            os.kill(pid, 0)
