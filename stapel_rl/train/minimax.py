@@ -35,6 +35,7 @@ import contextlib
 import json
 import pathlib
 import re
+import shutil
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar, cast
@@ -167,7 +168,11 @@ def positions(
     pool: "Pool | None",
 ) -> "dict[str, np.ndarray]":
     """Generation ``g``'s self-play positions, played now (in ``pool``'s workers, a chunk of games a task)
-    or read back after a kill."""
+    or read back after a kill.
+
+    Each chunk is saved as it ends (``games/``, until the generation's ``positions.npz`` is written): a
+    kill loses the chunks in play, not the phase. Game ``i`` plays with its own random stream, so a
+    resumed phase plays the same games as an uninterrupted one."""
     path = gdir / "positions.npz"
     if not path.is_file():
         chunk = max(1, min(25, -(-m.games // (4 * (pool.jobs if pool else 1)))))
@@ -175,14 +180,26 @@ def positions(
             (variant, weights, best, [seed, g, _GAMES], first, min(chunk, m.games - first), m)
             for first in range(0, m.games, chunk)
         ]
+        done = gdir / "games"
+        done.mkdir(parents=True, exist_ok=True)
+
+        def saved(task: tuple) -> pathlib.Path:  # first game and count: a resume with other jobs cuts other chunks
+            return done / f"games_{task[4]:06d}_{task[5]:04d}.npz"
+
+        todo = [t for t in tasks if not saved(t).is_file()]
         bar = tqdm(total=m.games, desc=f"generation {g} games", unit="game", leave=False)
-        parts = []
-        for task, part in zip(tasks, pool.map(_collect, tasks) if pool else (_collect(*t) for t in tasks), strict=True):
-            parts.append(part)
+        bar.update(m.games - sum(t[5] for t in todo))
+        for task, part in zip(todo, pool.map(_collect, todo) if pool else (_collect(*t) for t in todo), strict=True):
+            save_npz(saved(task), part)
             bar.update(task[5])
         bar.close()
+        parts = []
+        for task in tasks:
+            with np.load(saved(task)) as part:
+                parts.append({k: part[k] for k in part.files})
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         save_npz(path, data)
+        shutil.rmtree(done)
     return positions_of(gdir.parent.parent, g)
 
 

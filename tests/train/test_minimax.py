@@ -132,6 +132,35 @@ def test_two_jobs_play_the_same_positions_and_gate_in_workers(tmp_path, uninterr
     assert record["gate"]["pairs"] >= 2 and set(record["panel"]) == {"classical:nodes=60", "alphabeta:1"}
 
 
+def test_a_kill_while_playing_keeps_the_chunks_of_games_played(tmp_path, uninterrupted, monkeypatch):
+    played, real = [], minimax._collect
+
+    def killed_in_the_second_chunk(*task):
+        played.append(task[4])  # the chunk's first game
+        if len(played) == 2:
+            raise KeyboardInterrupt  # stands for the kill
+        return real(*task)
+
+    monkeypatch.setattr(minimax, "_collect", killed_in_the_second_chunk)
+    with pytest.raises(KeyboardInterrupt):
+        minimax.run(config("minimax.generations=1"), tmp_path)
+    gdir = tmp_path / "generations" / "gen_0001"
+    assert [p.name for p in (gdir / "games").iterdir()] == ["games_000000_0002.npz"]  # 6 games, chunks of 2
+    assert not (gdir / "positions.npz").exists()
+
+    monkeypatch.setattr(minimax, "_collect", lambda *task: played.append(task[4]) or real(*task))
+    minimax.run(config("minimax.generations=1"), tmp_path)
+    assert played == [0, 2, 2, 4]  # games 0-1 were not played again
+    assert not (gdir / "games").exists()
+    with (
+        np.load(gdir / "positions.npz") as resumed,
+        np.load(uninterrupted / "generations/gen_0001/positions.npz") as one,
+    ):
+        assert resumed.files == one.files
+        for key in one.files:
+            np.testing.assert_array_equal(resumed[key], one[key])
+
+
 def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch):
     calls = []
 
