@@ -57,6 +57,17 @@ def assert_same(a: "tuple[list, list]", b: "tuple[list, list]") -> None:
         assert meta_a == meta_b
 
 
+def assert_same_positions(run_a: pathlib.Path, run_b: pathlib.Path) -> None:
+    """Generation 1 of both runs played the same positions."""
+    with (
+        np.load(run_a / "generations/gen_0001/positions.npz") as a,
+        np.load(run_b / "generations/gen_0001/positions.npz") as b,
+    ):
+        assert a.files == b.files
+        for key in b.files:
+            np.testing.assert_array_equal(a[key], b[key])
+
+
 @pytest.mark.slow
 def test_two_generations_through_the_cli(tmp_path):
     process = cli(tmp_path / "run")
@@ -120,13 +131,7 @@ def test_a_generation_killed_partway_resumes_to_the_uninterrupted_result(tmp_pat
 @pytest.mark.slow
 def test_two_jobs_play_the_same_positions_and_gate_in_workers(tmp_path, uninterrupted):
     minimax.run(config("minimax.jobs=2", "minimax.generations=1"), tmp_path)
-    with (
-        np.load(tmp_path / "generations/gen_0001/positions.npz") as two,
-        np.load(uninterrupted / "generations/gen_0001/positions.npz") as one,
-    ):
-        assert two.files == one.files
-        for key in one.files:
-            np.testing.assert_array_equal(two[key], one[key])
+    assert_same_positions(tmp_path, uninterrupted)
     state = json.loads((tmp_path / minimax.STATE_FILE).read_text())
     record = state["history"][0]
     assert record["gate"]["pairs"] >= 2 and set(record["panel"]) == {"classical:nodes=60", "alphabeta:1"}
@@ -152,13 +157,7 @@ def test_a_kill_while_playing_keeps_the_chunks_of_games_played(tmp_path, uninter
     minimax.run(config("minimax.generations=1"), tmp_path)
     assert played == [0, 2, 2, 4]  # games 0-1 were not played again
     assert not (gdir / "games").exists()
-    with (
-        np.load(gdir / "positions.npz") as resumed,
-        np.load(uninterrupted / "generations/gen_0001/positions.npz") as one,
-    ):
-        assert resumed.files == one.files
-        for key in one.files:
-            np.testing.assert_array_equal(resumed[key], one[key])
+    assert_same_positions(tmp_path, uninterrupted)
 
 
 def test_a_promoted_network_becomes_the_current_evaluation(tmp_path, monkeypatch):
