@@ -35,6 +35,9 @@ def _run(cfg: DictConfig) -> None:
             evaluation = minimax.run(cfg, out_dir)
         except ValueError as problem:  # a bad option or evaluation file: say which, without a traceback
             sys.exit(f"stapel-train: {problem}")
+        except KeyboardInterrupt:  # every phase and chunk of games done is on disk already
+            print("stopped by Ctrl-C: the same command resumes the run from the phases and games it finished")
+            sys.exit(130)
         print(f"evaluation: {evaluation or 'the hand-written one (no network promoted)'}")
         return
     try:

@@ -269,3 +269,21 @@ def test_a_phase_done_before_a_kill_keeps_its_seconds(tmp_path):
     assert minimax.timed(tmp_path, "fit", lambda: 3) == 3
     seconds = json.loads((tmp_path / minimax.SECONDS_FILE).read_text())
     assert set(seconds) == {"games", "fit"} and seconds["games"] >= 0.2 and seconds["fit"] < 0.2
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_loop_without_a_traceback_and_keeps_the_games_played(tmp_path):
+    run_dir = tmp_path / "run"
+    command = [sys.executable, "-m", "stapel_rl.cli.train", *TINY, f"hydra.run.dir={run_dir}", "minimax.games=400"]
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
+    )
+    games = run_dir / "generations" / "gen_0001" / "games"
+    deadline = time.monotonic() + 120
+    while not (games.is_dir() and any(games.iterdir())) and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err[-2000:]
+    assert "stopped by Ctrl-C: the same command resumes the run" in out and "Traceback" not in err
+    assert any(games.iterdir()) and not (games.parent / "positions.npz").exists()
