@@ -31,6 +31,8 @@ pentanomial counts (pairs scoring 0, 0.5, 1, 1.5, 2) and the average time
 each side used per move. ``--record PATH`` appends every pair to a
 JSON-lines file (``stapel_rl.records``) as its second game ends, batched or
 not, in a job or here; the same command again resumes a killed match from it.
+Ctrl-C stops a match at once (status 130), printing the result of the pairs
+played so far.
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ import argparse
 import functools
 import sys
 import time
+from collections.abc import Callable
 
 import numpy as np
 
@@ -48,7 +51,7 @@ from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import check_variant, clock
 from stapel_rl.eval.arena import MatchResult, timed_spec
 from stapel_rl.eval.openings import opening_fens
-from stapel_rl.eval.parallel import Played, agent_of, one_core, play_in_parallel
+from stapel_rl.eval.parallel import Played, agent_of, in_order, one_core, play_in_parallel
 from stapel_rl.records import append_jsonl, code_version, start_jsonl
 
 
@@ -87,6 +90,29 @@ def record_pairs(
     """Append a finished task to ``--record``'s file (``resumed`` reads it back)."""
     entry = {"agent": a, "opponent": b, "variant": variant, "pairs": pairs.tolist(), "fens": [fens[i] for i in pairs]}
     append_jsonl(path, {**entry, "seed": seed, "result": result.to_dict(), "code_version": version})
+
+
+def keep(
+    so_far: "list[Played]",
+    record: "Callable[[np.ndarray, MatchResult], None] | None",
+    pairs: np.ndarray,
+    result: MatchResult,
+) -> None:
+    """A pair as it ends: kept for the line a stopped match prints, and appended to ``--record``'s file."""
+    so_far.append((pairs, result))
+    if record is not None:
+        record(pairs, result)
+
+
+def stopped(match: str, so_far: "list[Played]", pairs: int, record: "str | None") -> str:
+    """What a match stopped by Ctrl-C says: its result over the pairs played, and how to go on."""
+    played = sum(p.size for p, _ in so_far)
+    line = f"{match}: stopped by Ctrl-C after {played} of {pairs} pairs"
+    if so_far:
+        result, pair = in_order(so_far)
+        line += f": {result.summary(pair)}"
+    more = f"the same command resumes it from {record}" if record else "--record PATH keeps the pairs for a resume"
+    return f"{line}; {more}"
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -134,24 +160,30 @@ def main(argv: "list[str] | None" = None) -> int:
         if done:
             print(f"{specs[0]} vs {opponent}: {sum(p.size for p, _ in done)} of {pairs} pairs from {args.record}")
 
-        on_played = None
+        so_far = list(done)
+        record = None
         if args.record is not None:
-            on_played = functools.partial(
+            record = functools.partial(
                 record_pairs, args.record, specs[0], opponent, variant.name, fens, args.seed, version
             )
+        on_played = functools.partial(keep, so_far, record)
         clocked = any(clock(agent_of(spec)) is not None for spec in (specs[0], opponent))
-        result, pair = play_in_parallel(
-            specs[0],
-            opponent,
-            variant.name,
-            fens,
-            args.seed,
-            args.time is not None or clocked,
-            args.jobs,
-            progress=True,
-            done=done,
-            on_played=on_played,
-        )
+        try:
+            result, pair = play_in_parallel(
+                specs[0],
+                opponent,
+                variant.name,
+                fens,
+                args.seed,
+                args.time is not None or clocked,
+                args.jobs,
+                progress=True,
+                done=done,
+                on_played=on_played,
+            )
+        except KeyboardInterrupt:
+            print(stopped(f"{specs[0]} vs {opponent}", so_far, pairs, args.record), flush=True)
+            return 130
         mine, theirs = result.time_per_move()
         print(
             f"{specs[0]} vs {opponent} (Variant {variant.name}): {result.summary(pair)}; "

@@ -15,6 +15,7 @@ import itertools
 import multiprocessing
 import os
 import queue
+import signal
 import sys
 import threading
 import time
@@ -28,7 +29,17 @@ from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match
 
-__all__ = ["Played", "Pool", "agent_of", "job_process", "merge", "one_core", "play_in_parallel", "play_pairs"]
+__all__ = [
+    "Played",
+    "Pool",
+    "agent_of",
+    "in_order",
+    "job_process",
+    "merge",
+    "one_core",
+    "play_in_parallel",
+    "play_pairs",
+]
 
 _AGENTS: "dict[str, Agent]" = {}
 #: In a worker (``job_process``): where each pair goes as it finishes, tagged with its match.
@@ -69,6 +80,8 @@ def job_process(parent: int, finished: "multiprocessing.Queue | None" = None) ->
     """
     global _FINISHED
     one_core()
+    # Ctrl-C in a terminal reaches the whole process group: the parent stops its workers (``Pool.close``).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     if finished is not None:
         # A task's return value holds its pairs too: what the queue has not passed on at exit is not lost.
         finished.cancel_join_thread()
@@ -101,15 +114,26 @@ class Pool:
         futures = [self.executor.submit(fn, *task) for task in tasks]
         return (future.result() for future in futures)
 
-    def close(self) -> None:
-        self.executor.shutdown()
+    def close(self, stop: bool = False) -> None:
+        """Wait for the tasks given, or with ``stop`` drop them and end the workers now (Ctrl-C, an error:
+        a pair in play can take minutes)."""
+        if stop:
+            # The executor has no public way to end a running task (Python 3.14 adds terminate_workers).
+            workers = list((getattr(self.executor, "_processes", None) or {}).values())
+            self.executor.shutdown(wait=False, cancel_futures=True)
+            for process in workers:
+                process.terminate()
+            for process in workers:
+                process.join(timeout=5)
+        else:
+            self.executor.shutdown()
         self.finished.close()
 
     def __enter__(self) -> "Pool":
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.close()
+    def __exit__(self, kind: "type[BaseException] | None", *exc: Any) -> None:
+        self.close(stop=kind is not None)
 
 
 def merge(results: "list[MatchResult]") -> MatchResult:
@@ -242,7 +266,12 @@ def play_in_parallel(
         with Pool(jobs) if pool is None else contextlib.nullcontext(pool) as workers:
             _play_in(workers, [(*task(c), None, match, fresh) for c in chunks], match, advance)
     bar.close()
-    finished.sort(key=lambda played: int(played[0][0]))
+    return in_order(finished)
+
+
+def in_order(finished: "list[Played]") -> "tuple[MatchResult, np.ndarray]":
+    """The merged result of played pairs, games in the openings' order, and each game's pair index."""
+    finished = sorted(finished, key=lambda played: int(played[0][0]))
     pair = np.concatenate([np.tile(c, 2) for c, _ in finished])
     return merge([r for _, r in finished]), pair
 
