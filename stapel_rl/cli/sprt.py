@@ -59,19 +59,24 @@ def main(argv: "list[str] | None" = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     test = SPRT(args.elo0, args.elo1, args.alpha, args.beta)
-    status = run_sprt(
-        specs[0],
-        specs[1],
-        variant,
-        test,
-        args.batch_pairs,
-        args.max_pairs,
-        args.opening_plies,
-        args.seed,
-        openings=args.openings,
-        one_at_a_time=args.time is not None,
-        jobs=args.jobs,
-    )
+    try:
+        status = run_sprt(
+            specs[0],
+            specs[1],
+            variant,
+            test,
+            args.batch_pairs,
+            args.max_pairs,
+            args.opening_plies,
+            args.seed,
+            openings=args.openings,
+            one_at_a_time=args.time is not None,
+            jobs=args.jobs,
+        )
+    except KeyboardInterrupt:  # the batches looked at so far are the test's state
+        score = f", score {100 * sum(test.scores) / len(test.scores):.1f}%" if test.scores else ""
+        print(f"stopped by Ctrl-C: undecided after {len(test.scores)} pairs{score}, LLR {test.llr():+.2f}")
+        return 130
     verdict = {
         "H1": f"H1: {args.a} is stronger by at least {args.elo1} Elo",
         "H0": f"H0: {args.a} is not stronger than {args.elo0} Elo",

@@ -1,4 +1,4 @@
-"""Ctrl-C in stapel-match: it stops at once, with the result of the pairs played, and leaves no worker."""
+"""Ctrl-C in stapel-match and stapel-sprt: they stop at once, with what was played so far, and leave no worker."""
 
 import os
 import pathlib
@@ -34,6 +34,14 @@ def gone(pid: int) -> bool:
     return pathlib.Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"  # ended, not reaped
 
 
+def assert_all_end(pids: "list[int]") -> None:
+    """Every process of ``pids`` ends within seconds."""
+    deadline = time.monotonic() + 10
+    while not all(map(gone, pids)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert all(map(gone, pids))
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
 @pytest.mark.parametrize("jobs", ["1", "2"])
@@ -66,7 +74,30 @@ def test_ctrl_c_prints_the_pairs_played_exits_130_and_ends_the_workers(tmp_path,
     assert recorded >= 2 and abs(int(stop[1]) - recorded) <= 1 and int(stop[2]) == 2 * int(stop[1])
     assert f"the same command resumes it from {record}" in out and "Traceback" not in err
     assert len(workers) >= (2 if jobs == "2" else 0)  # the jobs (and multiprocessing's resource tracker)
-    deadline = time.monotonic() + 10
-    while not all(map(gone, workers)) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert all(map(gone, workers))
+    assert_all_end(workers)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not pathlib.Path("/proc/self/stat").exists(), reason="reads the process table from /proc")
+def test_ctrl_c_stops_an_sprt_with_its_state(tmp_path):
+    out_file = tmp_path / "out.txt"
+    # Two equal engines: the test would go on for its 2,000 pairs.
+    command = [sys.executable, "-m", "stapel_rl.cli.sprt", "alphabeta:1", "alphabeta:1", "--time", "0.01"]
+    command += ["--jobs", "2", "--batch-pairs", "4"]
+    with open(out_file, "w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while "pairs " not in out_file.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        workers = children(process.pid)
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 130, err[-2000:]
+    assert re.search(r"stopped by Ctrl-C: undecided after \d+ pairs, score [\d.]+%, LLR [-+]\d", out_file.read_text())
+    assert len(workers) >= 2 and "Traceback" not in err
+    assert_all_end(workers)
