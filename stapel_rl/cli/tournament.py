@@ -75,6 +75,7 @@ def main(argv: "list[str] | None" = None) -> int:
         help="with --ray: join this cluster ('auto', host:port, ray://host:port); default: a local Ray",
     )
     args = parser.parse_args(argv)
+    out = pathlib.Path(args.out)
     try:
         check_match_options(args)
         players = [timed_spec(p, args.time) for p in expand_specs(args.players)]
@@ -92,7 +93,6 @@ def main(argv: "list[str] | None" = None) -> int:
             openings=args.openings,
             one_at_a_time=args.time is not None,
         )
-        out = pathlib.Path(args.out)
         _check_resume(out, config)
         total = 2 * config.pairs * len(config.pairings())
         with tqdm(total=total, desc="games", unit="game") as bar:
@@ -101,6 +101,9 @@ def main(argv: "list[str] | None" = None) -> int:
     except (ValueError, ConnectionError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:  # every game finished is in games.jsonl already
+        print(f"stopped by Ctrl-C with {len(load_jsonl(out / 'games.jsonl'))} games in {out}: the same command resumes")
+        return 130
 
     index = {p: i for i, p in enumerate(players)}
     games = games_between(players, games)

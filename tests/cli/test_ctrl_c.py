@@ -101,3 +101,28 @@ def test_ctrl_c_stops_an_sprt_with_its_state(tmp_path):
     assert re.search(r"stopped by Ctrl-C: undecided after \d+ pairs, score [\d.]+%, LLR [-+]\d", out_file.read_text())
     assert len(workers) >= 2 and "Traceback" not in err
     assert_all_end(workers)
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_a_tournament_that_the_same_command_resumes(tmp_path):
+    out = tmp_path / "t"
+    command = [sys.executable, "-m", "stapel_rl.cli.tournament", "alphabeta:1", "greedy", "--pairs", "500"]
+    command += ["--time", "0.01", "--anchor", "greedy", "--out", str(out)]
+    log = tmp_path / "stderr.txt"
+    with open(log, "w") as err:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 90
+        while "games:" not in log.read_text() and process.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)  # playing (a pairing's games end together, so none may be on disk yet)
+        os.killpg(process.pid, signal.SIGINT)
+        stdout, _ = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+    assert process.returncode == 130, log.read_text()[-2000:]
+    games = len(load_jsonl(out / "games.jsonl"))
+    assert f"stopped by Ctrl-C with {games} games in {out}: the same command resumes" in stdout
+    assert "Traceback" not in log.read_text()
