@@ -6,7 +6,6 @@ import sys
 import time
 
 import numpy as np
-import pytest
 
 from stapel_rl.cli import match
 from stapel_rl.eval.arena import MatchResult
