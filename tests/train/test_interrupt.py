@@ -3,11 +3,10 @@
 import json
 import os
 import signal
-import subprocess
 import sys
-import time
 
 import pytest
+from ctrl_c import assert_all_end, ctrl_c
 
 from stapel_rl.models import checkpoint
 from stapel_rl.train.interrupt import RunStopped, StopRequest
@@ -45,28 +44,15 @@ def test_ctrl_c_saves_a_checkpoint_stops_the_workers_and_exits_130(tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "stapel_rl.train", f"hydra.run.dir={run}", *TINY, "train.selfplay_workers=1"]
     cmd += ["train.iterations=0", "train.eval_every_minutes=0", "train.checkpoint_every_minutes=1000"]
-    log = tmp_path / "stderr.txt"
-    with open(log, "w") as err:  # a session of its own: Ctrl-C in a terminal reaches the whole process group
-        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=err, text=True, start_new_session=True)
-    try:
-        deadline = time.time() + 90
-        while "it=2" not in log.read_text() and time.time() < deadline and proc.poll() is None:
-            time.sleep(0.2)
-        assert "it=2" in log.read_text(), log.read_text()[-3000:]
-        assert not checkpoint.list_checkpoints(run / "checkpoints")  # none yet: only the stop saves one
-        workers = json.loads((run / "selfplay_pids.json").read_text())
-        os.killpg(proc.pid, signal.SIGINT)
-        out, _ = proc.communicate(timeout=60)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
-    assert proc.returncode == 130, log.read_text()[-3000:]
-    assert "Ctrl-C: the run stops after this iteration" in out
-    assert "Traceback" not in log.read_text()
-    (saved,) = checkpoint.list_checkpoints(run / "checkpoints")
-    assert f"stopped by Ctrl-C; checkpoint {saved} saved: the same command resumes the run" in out
+
+    def ready(out: str, err: str) -> bool:
+        return "it=2" in err
+
+    stopped = ctrl_c(cmd, tmp_path, ready)
+    assert stopped.returncode == 130, stopped.err[-3000:]
+    assert "Ctrl-C: the run stops after this iteration" in stopped.out and "Traceback" not in stopped.err
+    (saved,) = checkpoint.list_checkpoints(run / "checkpoints")  # the stop's: none was due before
+    assert f"stopped by Ctrl-C; checkpoint {saved} saved: the same command resumes the run" in stopped.out
     assert checkpoint.load(saved)["counters"]["iteration"] >= 2
-    for pid in workers:  # the worker ignored the group's SIGINT and was stopped by the learner
-        with pytest.raises(ProcessLookupError):
-            os.kill(pid, 0)
+    # The worker ignored the group's SIGINT and was stopped by the learner.
+    assert_all_end(json.loads((run / "selfplay_pids.json").read_text()))

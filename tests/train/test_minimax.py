@@ -12,6 +12,7 @@ import time
 
 import numpy as np
 import pytest
+from ctrl_c import ctrl_c
 from hydra import compose, initialize_config_dir
 
 from stapel_rl.classical import nnue
@@ -275,15 +276,9 @@ def test_a_phase_done_before_a_kill_keeps_its_seconds(tmp_path):
 def test_ctrl_c_stops_the_loop_without_a_traceback_and_keeps_the_games_played(tmp_path):
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "stapel_rl.cli.train", *TINY, f"hydra.run.dir={run_dir}", "minimax.games=400"]
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True
-    )
+    command.append("minimax.jobs=2")  # the default: the workers get the Ctrl-C too
     games = run_dir / "generations" / "gen_0001" / "games"
-    deadline = time.monotonic() + 120
-    while not (games.is_dir() and any(games.iterdir())) and process.poll() is None and time.monotonic() < deadline:
-        time.sleep(0.05)
-    os.killpg(process.pid, signal.SIGINT)  # Ctrl-C in a terminal: the whole process group
-    out, err = process.communicate(timeout=60)
-    assert process.returncode == 130, err[-2000:]
-    assert "stopped by Ctrl-C: the same command resumes the run" in out and "Traceback" not in err
+    stopped = ctrl_c(command, tmp_path, lambda out, err: games.is_dir() and any(games.iterdir()))
+    assert stopped.returncode == 130, stopped.err[-2000:]
+    assert "stopped by Ctrl-C: the same command resumes the run" in stopped.out and "Traceback" not in stopped.err
     assert any(games.iterdir()) and not (games.parent / "positions.npz").exists()
