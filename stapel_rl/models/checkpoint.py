@@ -48,6 +48,23 @@ def list_checkpoints(directory: "str | os.PathLike") -> "list[pathlib.Path]":
     return [p for _, p in sorted(found)]
 
 
+def set_aside(directory: "str | os.PathLike", after: int, to: "str | os.PathLike") -> "list[pathlib.Path]":
+    """Move the checkpoints of ``directory`` with a step after ``after`` into ``to`` (where they are no
+    longer listed); returns their new paths. A run resumed from its checkpoint of step ``after`` plays
+    on from there: files its stopped process saved later belong to a continuation it does not follow."""
+    moved = []
+    for path in list_checkpoints(directory):
+        if int(_NAME.match(path.name).group(1)) > after:  # type: ignore[union-attr]  # listed: it matches
+            target = pathlib.Path(to) / path.name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            n = 0
+            while target.exists():  # set aside after an earlier kill too
+                n += 1
+                target = target.with_name(f"{path.stem}.{n}.pt")
+            moved.append(path.replace(target))
+    return moved
+
+
 def load(path: "str | os.PathLike") -> "dict[str, Any]":
     """Load a checkpoint; a missing, truncated or foreign file raises ``ValueError`` saying so."""
     path = pathlib.Path(path)

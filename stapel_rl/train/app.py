@@ -198,6 +198,12 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             f"resumed from {resume}: iteration {counters['iteration']}, {trainer.steps} gradient steps, "
             f"{len(buffer)} positions in the replay buffer"
         )
+        later = checkpoint.set_aside(out_dir / "snapshots", counters["iteration"], out_dir / "snapshots_abandoned")
+        if later:  # a learning curve must not mix them with the snapshots of the run that goes on
+            tqdm.write(
+                f"{len(later)} snapshots saved after that checkpoint by the stopped process moved to "
+                f"{later[0].parent}: the run goes on from the checkpoint"
+            )
         # A resumed run trains with the command line's config; say where it departs from the checkpoint's
         # (a longer budget is meant, a changed default of a newer commit may not be).
         # The minimax loop's group is no part of this loop's config (and absent from checkpoints before it).

@@ -137,6 +137,42 @@ def test_a_run_resumed_from_a_path_and_killed_twice_loses_nothing(tmp_path):
     assert f"resumed from {newer}: iteration {ahead_iteration}," in done.stdout + done.stderr
 
 
+@pytest.mark.slow
+def test_a_resumed_run_sets_aside_the_snapshots_of_the_continuation_it_does_not_follow(tmp_path):
+    run = tmp_path / "run"
+    every = ["train.eval_every_minutes=0", "train.keep_every_minutes=1e-6"]  # a snapshot every iteration
+    done = run_train(run, "train.iterations=2", *every)
+    assert done.returncode == 0, done.stderr[-3000:]
+    # Killed between a snapshot and the next checkpoint: the stopped process's snapshot of iteration 7.
+    (run / "snapshots" / "ckpt_00000007.pt").write_bytes((run / "snapshots" / "ckpt_00000002.pt").read_bytes())
+    done = run_train(run, "train.iterations=3", *every)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "1 snapshots saved after that checkpoint by the stopped process moved to" in done.stdout
+    assert [p.name for p in checkpoint.list_checkpoints(run / "snapshots")] == [
+        "ckpt_00000001.pt",
+        "ckpt_00000002.pt",
+        "ckpt_00000003.pt",
+    ]
+    assert [p.name for p in (run / "snapshots_abandoned").iterdir()] == ["ckpt_00000007.pt"]
+
+
+def test_set_aside_keeps_what_an_earlier_kill_set_aside(tmp_path):
+    for step in (1, 2, 3):
+        checkpoint.save(tmp_path / "s", step, {"model": {}}, keep=0)
+    assert [p.name for p in checkpoint.set_aside(tmp_path / "s", 1, tmp_path / "a")] == [
+        "ckpt_00000002.pt",
+        "ckpt_00000003.pt",
+    ]
+    checkpoint.save(tmp_path / "s", 2, {"model": {}}, keep=0)
+    assert [p.name for p in checkpoint.set_aside(tmp_path / "s", 1, tmp_path / "a")] == ["ckpt_00000002.1.pt"]
+    assert sorted(p.name for p in (tmp_path / "a").iterdir()) == [
+        "ckpt_00000002.1.pt",
+        "ckpt_00000002.pt",
+        "ckpt_00000003.pt",
+    ]
+    assert checkpoint.set_aside(tmp_path / "missing", 0, tmp_path / "a") == []
+
+
 def test_truncated_checkpoint_raises_clear_error(tmp_path):
     path = checkpoint.save(tmp_path, 3, {"model": {"w": np.zeros(1000)}, "counters": {}})
     assert checkpoint.load(path)["step"] == 3
