@@ -32,6 +32,7 @@ from stapel_rl.eval.arena import MatchResult, paired_start, play_match
 __all__ = [
     "Played",
     "Pool",
+    "DeferredInterrupt",
     "agent_of",
     "in_order",
     "job_process",
@@ -95,6 +96,43 @@ def job_process(parent: int, finished: "multiprocessing.Queue | None" = None) ->
     threading.Thread(target=watch, name="stapel-job-watch", daemon=True).start()
 
 
+class DeferredInterrupt:
+    """While entered (in the main thread, where Python's own handler is in place), Ctrl-C only sets
+    ``pressed``; ``check()`` raises the ``KeyboardInterrupt`` at a point of the caller's choosing.
+
+    Waiting on the workers takes the executor's locks many times a second, and a
+    ``KeyboardInterrupt`` raised by the signal handler can land between a lock's
+    acquire and its ``with`` block (CPython bpo-29988): the lock stays held, and the
+    executor's manager thread, which the interpreter joins at exit, waits for it
+    forever. So the waiting loops take Ctrl-C only between polls.
+    """
+
+    def __init__(self) -> None:
+        self.pressed = False
+        self._installed = False
+
+    def __enter__(self) -> "DeferredInterrupt":
+        main = threading.current_thread() is threading.main_thread()
+        if main and signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._press)
+            self._installed = True
+        return self
+
+    def _press(self, signum: int, frame: Any) -> None:
+        self.pressed = True
+
+    def check(self) -> None:
+        if self.pressed:
+            self.pressed = False
+            raise KeyboardInterrupt
+
+    def __exit__(self, *exc: Any) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, signal.default_int_handler)
+            self._installed = False
+        self.check()  # pressed after the last poll: the caller still hears of it
+
+
 class Pool:
     """``jobs`` worker processes (``job_process``: one core each), fresh interpreters (spawned: no forked
     thread state), and the queue through which they report each pair as it ends. Use as a context manager."""
@@ -111,8 +149,16 @@ class Pool:
 
     def map(self, fn: "Callable[..., T]", tasks: "Iterable[tuple]") -> "Iterator[T]":
         """``fn(*task)`` of every task in the workers; the results in the tasks' order."""
-        futures = [self.executor.submit(fn, *task) for task in tasks]
-        return (future.result() for future in futures)
+        with DeferredInterrupt():
+            futures = [self.executor.submit(fn, *task) for task in tasks]
+        return (self._result(future) for future in futures)
+
+    @staticmethod
+    def _result(future: "concurrent.futures.Future[T]") -> T:
+        with DeferredInterrupt() as ctrl_c:
+            while not concurrent.futures.wait([future], timeout=0.05).done:
+                ctrl_c.check()
+        return future.result()
 
     def close(self, stop: bool = False) -> None:
         """Wait for the tasks given, or with ``stop`` drop them and end the workers now (Ctrl-C, an error:
@@ -291,12 +337,14 @@ def _play_in(pool: Pool, tasks: "list[tuple]", match: int, advance: "Callable[[P
             if tag == match:
                 advance(played)
 
-    pending = {pool.executor.submit(play_pairs, *t) for t in tasks}
-    while pending:
-        receive(0.05)
-        ended = {future for future in pending if future.done()}
-        pending -= ended
-        receive(0.0)  # a task's pairs reach the queue before it returns
-        for future in ended:
-            for played in future.result():
-                advance(played)
+    with DeferredInterrupt() as ctrl_c:
+        pending = {pool.executor.submit(play_pairs, *t) for t in tasks}
+        while pending:
+            ctrl_c.check()
+            receive(0.05)
+            ended = {future for future in pending if future.done()}
+            pending -= ended
+            receive(0.0)  # a task's pairs reach the queue before it returns
+            for future in ended:
+                for played in future.result():
+                    advance(played)

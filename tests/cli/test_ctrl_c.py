@@ -16,7 +16,7 @@ pytestmark = [
 ]
 
 
-@pytest.mark.parametrize("jobs", ["1"])  # --jobs 2 hung once in CI after the Ctrl-C (open)
+@pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_match_prints_the_pairs_played_and_ends_its_workers(tmp_path, jobs):
     record = tmp_path / "match.jsonl"
     command = [sys.executable, "-m", "stapel_rl.cli.match", "alphabeta:1", "greedy", "--games", "2000"]
@@ -37,11 +37,12 @@ def test_a_match_prints_the_pairs_played_and_ends_its_workers(tmp_path, jobs):
 def test_an_sprt_prints_its_state(tmp_path):
     # Two equal engines: the test would go on for its 2,000 pairs.
     command = [sys.executable, "-m", "stapel_rl.cli.sprt", "alphabeta:1", "alphabeta:1", "--time", "0.01"]
-    command += ["--batch-pairs", "4"]
+    command += ["--jobs", "2", "--batch-pairs", "4"]
     stopped = ctrl_c(command, tmp_path, lambda out, err: "pairs " in out)
     assert stopped.returncode == 130, stopped.err[-2000:]
     assert re.search(r"stopped by Ctrl-C: undecided after \d+ pairs, score [\d.]+%, LLR [-+]\d", stopped.out)
-    assert "Traceback" not in stopped.err
+    assert len(stopped.children) >= 2 and "Traceback" not in stopped.err
+    assert_all_end(stopped.children)
 
 
 def test_a_tournament_says_what_the_same_command_resumes(tmp_path):

@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import os
+import signal
+
 import numpy as np
 import pytest
 
@@ -10,7 +13,7 @@ from stapel_rl.cli import sprt as sprt_cli
 from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.openings import opening_fens
-from stapel_rl.eval.parallel import Pool, play_in_parallel
+from stapel_rl.eval.parallel import DeferredInterrupt, Pool, play_in_parallel
 from stapel_rl.eval.sprt import SPRT, run_sprt
 
 A, B = "classical:nodes=40", "classical:nodes=90"
@@ -49,3 +52,19 @@ def test_stapel_sprt_plays_in_two_processes(capsys):
     assert "after 2 pairs" in capsys.readouterr().out
     assert sprt_cli.main(["greedy", "random", "--jobs", "0"]) == 2
     assert "--jobs must be at least 1, got 0" in capsys.readouterr().err
+
+
+def test_ctrl_c_while_waiting_on_workers_is_raised_only_where_checked():
+    # Raised anywhere, it can leave an executor's lock held and the interpreter's exit waiting forever.
+    with pytest.raises(KeyboardInterrupt), DeferredInterrupt() as ctrl_c:
+        ctrl_c.check()  # nothing pressed yet
+        os.kill(os.getpid(), signal.SIGINT)
+        assert ctrl_c.pressed  # the handler ran, and raised nothing
+        ctrl_c.check()
+        pytest.fail("check() raises once Ctrl-C was pressed")
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    with pytest.raises(KeyboardInterrupt), DeferredInterrupt():
+        os.kill(os.getpid(), signal.SIGINT)  # after the last check: raised on leaving
+    with DeferredInterrupt() as ctrl_c:
+        pass
+    assert not ctrl_c.pressed and signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -276,6 +276,7 @@ def test_a_phase_done_before_a_kill_keeps_its_seconds(tmp_path):
 def test_ctrl_c_stops_the_loop_without_a_traceback_and_keeps_the_games_played(tmp_path):
     run_dir = tmp_path / "run"
     command = [sys.executable, "-m", "stapel_rl.cli.train", *TINY, f"hydra.run.dir={run_dir}", "minimax.games=400"]
+    command.append("minimax.jobs=2")  # the default: the workers get the Ctrl-C too
     games = run_dir / "generations" / "gen_0001" / "games"
     stopped = ctrl_c(command, tmp_path, lambda out, err: games.is_dir() and any(games.iterdir()))
     assert stopped.returncode == 130, stopped.err[-2000:]
