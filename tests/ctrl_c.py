@@ -51,6 +51,10 @@ def assert_all_end(pids: "list[int]") -> None:
     assert all(map(gone, pids))
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def ctrl_c(
     command: "list[str]", folder: pathlib.Path, ready: "Callable[[str, str], bool]", settle: float = 0.0
 ) -> Stopped:
@@ -58,7 +62,10 @@ def ctrl_c(
     seconds more), press Ctrl-C, and wait for it to end; its output goes through files in ``folder``."""
     out_file, err_file = folder / "ctrl_c.out", folder / "ctrl_c.err"
     with open(out_file, "w") as out, open(err_file, "w") as err:
-        process = subprocess.Popen(command, stdout=out, stderr=err, text=True, start_new_session=True)
+        # SIGINT as a terminal leaves it: a shell's background job (pytest started with `&`) ignores it.
+        process = subprocess.Popen(
+            command, stdout=out, stderr=err, text=True, start_new_session=True, preexec_fn=_default_sigint
+        )
     try:
         deadline = time.monotonic() + 90
         while not ready(out_file.read_text(), err_file.read_text()) and time.monotonic() < deadline:
