@@ -7,9 +7,12 @@ alpha-beta engine (``stapel_rl.classical``) to ``depth`` plies, whose capture ex
 pending capture out, and returns ``(1 - weight) * network value + weight * (2 * sigmoid(k * score) - 1)``,
 ``k`` the logistic scale of the engine's score (``nnue.packaged_scale``). The priors stay the network's.
 
-The engine evaluates with its hand-written evaluation, or with its packaged learned one (``eval="nnue"``):
-a hybrid agent uses the engine's knowledge, so it is no agent learned from zero. Agent specs:
-``mcts:variant_I:ab_depth=1:ab_weight=0.5[:ab_eval=nnue]`` (``stapel_rl.eval.network_agents``).
+The engine evaluates with its hand-written evaluation, with its packaged learned one (``eval="nnue"``),
+or with the network of a file (``eval=PATH``: a generation of the minimax loop, ``stapel-train
+loop=minimax``, in its own scale ``k``). With the first two a hybrid uses the engine's knowledge, so it is
+no agent learned from zero; an AlphaZero network with the leaves of a minimax run from zero is. Agent
+specs: ``mcts:variant_I:ab_depth=1:ab_weight=0.5[:ab_eval=hand|nnue|PATH]``
+(``stapel_rl.eval.network_agents``).
 """
 
 from __future__ import annotations
@@ -25,30 +28,42 @@ from stapel_rl.models.evaluator import Evaluation, Evaluator
 
 __all__ = ["EVALS", "BlendedEvaluator"]
 
-#: The engine's evaluations a hybrid can use.
+#: The engine's evaluations a hybrid can use by name; any other ``eval`` is a network file's path.
 EVALS = ("hand", "nnue")
 
 
 class BlendedEvaluator:
-    """``inner``'s priors, and its values blended with a depth-``depth`` alpha-beta search's (see module)."""
+    """``inner``'s priors, and its values blended with a depth-``depth`` alpha-beta search's (see module).
+
+    ``eval``: ``"hand"``, ``"nnue"`` or the path of a network file (``nnue.save``'s format), read here:
+    a missing or corrupt file, or one of the other variant at the first leaf, raises ``ValueError``.
+    """
 
     def __init__(self, inner: Evaluator, depth: int, weight: float, eval: str = "hand") -> None:
         if depth < 1:
             raise ValueError(f"the leaves' alpha-beta depth must be at least 1, got {depth}")
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"the alpha-beta value's weight must be in [0, 1], got {weight}")
-        if eval not in EVALS:
-            raise ValueError(f"the leaves' alpha-beta evaluation must be one of {', '.join(EVALS)}, got {eval!r}")
         self.inner, self.depth, self.weight, self.eval = inner, depth, weight, eval
+        # Not ``net``: agents read the inner evaluator's network under that name.
+        self.leaf_net = None if eval in EVALS else nnue.load(eval)
         self._searchers: "dict[str, tuple[Searcher, float]]" = {}
 
     def __getattr__(self, name: str) -> object:  # the inner evaluator's net, device, ... (agents read them)
         return getattr(self.inner, name)
 
     def searcher(self, variant: str) -> "tuple[Searcher, float]":
+        """The engine the leaves of ``variant`` are searched with, and ``k``, its score's logistic scale."""
         if variant not in self._searchers:
-            net = nnue.load_packaged(variant) if self.eval == "nnue" else None
-            self._searchers[variant] = (Searcher(variant, tt_bits=16, net=net), nnue.packaged_scale(variant))
+            if self.leaf_net is None:
+                net = nnue.load_packaged(variant) if self.eval == "nnue" else None
+                k = nnue.packaged_scale(variant)
+            else:
+                net, made_for = self.leaf_net, self.leaf_net.metadata.get("variant")
+                if made_for is not None and made_for != variant:
+                    raise ValueError(f"the leaves' network {self.eval} is for Variant {made_for}, not {variant}")
+                k = 1.0 / float(net.head[1])  # the network's output is in its own centi-men
+            self._searchers[variant] = (Searcher(variant, tt_bits=16, net=net), k)
         return self._searchers[variant]
 
     def scores(self, state: State) -> "tuple[np.ndarray, np.ndarray]":

@@ -271,14 +271,13 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
         "solver": ("on", "off"),
         "reuse": ("on", "off"),
         "plan": PLANS,
-        "ab_eval": EVALS,
     }
     unknown += [options[key] for key, allowed in choices.items() if options.get(key, allowed[0]) not in allowed]
     if unknown:
         raise ValueError(
             f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
             "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, plan=probe|rate, "
-            "c_puct=X, c_visit=X, c_scale=X, considered=N, ab_depth=N, ab_weight=X, ab_eval=hand|nnue"
+            "c_puct=X, c_visit=X, c_scale=X, considered=N, ab_depth=N, ab_weight=X, ab_eval=hand|nnue|PATH"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
     batch = _number(options, "batch", int) or AGENT_LEAVES_PER_CALL

@@ -53,8 +53,31 @@ def test_hybrid_agent_specs():
     for bad, message in [
         ("ab_weight=0.5", "go with ab_depth=N"),
         ("ab_depth=1:ab_weight=2", r"weight must be in \[0, 1\]"),
-        ("ab_depth=1:ab_eval=deep", "unknown mcts agent option"),
+        ("ab_depth=1:ab_eval=deep", "evaluation network 'deep' does not exist"),
         ("ab_depth=0", "ab_depth"),
     ]:
         with pytest.raises(ValueError, match=message):
             make_agent(f"mcts:variant_I:sims=2:{bad}")
+
+
+def test_the_leaves_can_search_with_a_network_file(tmp_path):
+    # The packaged network named by its path: the same leaf values as ab_eval=nnue, in the file's own scale.
+    state = middlegames("II", 4)
+    path = nnue.packaged_path("II")
+    by_name = BlendedEvaluator(UniformEvaluator(), depth=1, weight=1.0, eval="nnue")(state)
+    by_path = BlendedEvaluator(UniformEvaluator(), depth=1, weight=1.0, eval=str(path))(state)
+    np.testing.assert_array_equal(by_path.value, by_name.value)
+    assert np.abs(by_path.value).max() > 0
+    # Another scale: a network whose output is in half the centi-men reads as half the logit.
+    net = nnue.load(path)
+    net.head = net.head * np.array([1.0, 0.5])
+    halved = BlendedEvaluator(UniformEvaluator(), 1, 1.0, str(nnue.save(net, tmp_path / "half.npz")))
+    searcher, k = halved.searcher("II")
+    assert k == pytest.approx(2 * nnue.packaged_scale("II"))
+    agent = make_agent(f"mcts:variant_II:sims=2:ab_depth=1:ab_eval={path}")
+    assert agent.evaluator.leaf_net is not None and agent.evaluator.net is agent.evaluator.inner.net
+    with pytest.raises(ValueError, match="is for Variant II, not I"):
+        BlendedEvaluator(UniformEvaluator(), 1, 1.0, str(path))(middlegames("I", 1))
+    (tmp_path / "bad.npz").write_bytes(b"not a network")
+    with pytest.raises(ValueError, match="cannot be read"):
+        make_agent(f"mcts:variant_II:sims=2:ab_depth=1:ab_eval={tmp_path / 'bad.npz'}")
