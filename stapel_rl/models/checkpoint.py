@@ -41,11 +41,15 @@ def save(directory: "str | os.PathLike", step: int, payload: "dict[str, Any]", k
 
 def list_checkpoints(directory: "str | os.PathLike") -> "list[pathlib.Path]":
     """Checkpoint files in ``directory``, oldest first."""
+    return [path for _, path in _numbered(directory)]
+
+
+def _numbered(directory: "str | os.PathLike") -> "list[tuple[int, pathlib.Path]]":
+    """``(step, path)`` of each checkpoint file in ``directory``, oldest first."""
     directory = pathlib.Path(directory)
     if not directory.is_dir():
         return []
-    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := _NAME.match(p.name))]
-    return [p for _, p in sorted(found)]
+    return sorted((int(m.group(1)), p) for p in directory.iterdir() if (m := _NAME.match(p.name)))
 
 
 def set_aside(directory: "str | os.PathLike", after: int, to: "str | os.PathLike") -> "list[pathlib.Path]":
@@ -53,8 +57,8 @@ def set_aside(directory: "str | os.PathLike", after: int, to: "str | os.PathLike
     longer listed); returns their new paths. A run resumed from its checkpoint of step ``after`` plays
     on from there: files its stopped process saved later belong to a continuation it does not follow."""
     moved = []
-    for path in list_checkpoints(directory):
-        if int(_NAME.match(path.name).group(1)) > after:  # type: ignore[union-attr]  # listed: it matches
+    for step, path in _numbered(directory):
+        if step > after:
             target = pathlib.Path(to) / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
             n = 0
