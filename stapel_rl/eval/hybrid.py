@@ -44,6 +44,8 @@ class BlendedEvaluator:
             raise ValueError(f"the leaves' alpha-beta depth must be at least 1, got {depth}")
         if not 0.0 <= weight <= 1.0:
             raise ValueError(f"the alpha-beta value's weight must be in [0, 1], got {weight}")
+        if not eval:
+            raise ValueError("the leaves' alpha-beta evaluation must be hand, nnue or a network file's path, got ''")
         self.inner, self.depth, self.weight, self.eval = inner, depth, weight, eval
         # Not ``net``: agents read the inner evaluator's network under that name.
         self.leaf_net = None if eval in EVALS else nnue.load(eval)

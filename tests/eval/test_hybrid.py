@@ -54,6 +54,7 @@ def test_hybrid_agent_specs():
         ("ab_weight=0.5", "go with ab_depth=N"),
         ("ab_depth=1:ab_weight=2", r"weight must be in \[0, 1\]"),
         ("ab_depth=1:ab_eval=deep", "evaluation network 'deep' does not exist"),
+        ("ab_depth=1:ab_eval=", "must be hand, nnue or a network file's path"),
         ("ab_depth=0", "ab_depth"),
     ]:
         with pytest.raises(ValueError, match=message):
