@@ -137,6 +137,8 @@ def main(argv: "list[str] | None" = None) -> int:
         check_match_options(args)
         if args.jobs < 1:
             raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+        if args.games < 1:
+            raise ValueError(f"--games must be at least 1, got {args.games}")
         variant = get_variant(args.variant)
         specs = [timed_spec(s, args.time) for s in (args.agent, *args.opponents)]
         for spec in specs:
@@ -146,7 +148,7 @@ def main(argv: "list[str] | None" = None) -> int:
     except (ValueError, OSError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    pairs = max(1, (args.games + 1) // 2)
+    pairs = (args.games + 1) // 2
     version = code_version() if args.record is not None else ""
     equal_time = f", {args.time:g} s a move" if args.time is not None else ""
     for index, opponent in enumerate(specs[1:]):

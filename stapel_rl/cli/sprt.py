@@ -49,8 +49,10 @@ def main(argv: "list[str] | None" = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_match_options(args)
-        if args.jobs < 1:
-            raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
+        counts = {"--jobs": args.jobs, "--batch-pairs": args.batch_pairs, "--max-pairs": args.max_pairs}
+        for flag, value in counts.items():
+            if value < 1:
+                raise ValueError(f"{flag} must be at least 1, got {value}")
         variant = get_variant(args.variant)
         specs = [timed_spec(spec, args.time) for spec in (args.a, args.b)]
         for spec in specs:

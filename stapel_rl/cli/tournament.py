@@ -78,6 +78,8 @@ def main(argv: "list[str] | None" = None) -> int:
     out = pathlib.Path(args.out)
     try:
         check_match_options(args)
+        if args.pairs < 1:
+            raise ValueError(f"--pairs must be at least 1, got {args.pairs}")
         players = [timed_spec(p, args.time) for p in expand_specs(args.players)]
         if args.anchor not in players:
             players.append(args.anchor)

@@ -13,7 +13,7 @@ import sys
 
 import hydra
 from hydra.core.hydra_config import HydraConfig
-from omegaconf import DictConfig
+from omegaconf import DictConfig, OmegaConf
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.train import minimax
@@ -30,6 +30,10 @@ def _run(cfg: DictConfig) -> None:
     out_dir = pathlib.Path(HydraConfig.get().runtime.output_dir)
     if cfg.loop not in LOOPS:
         sys.exit(f"stapel-train: loop must be one of {', '.join(LOOPS)}, got {cfg.loop!r}")
+    try:
+        OmegaConf.to_object(cfg)  # each group's dataclass checks its values
+    except ValueError as problem:  # say which, without a traceback
+        sys.exit(f"stapel-train: {problem}")
     if cfg.loop == "minimax":
         try:
             evaluation = minimax.run(cfg, out_dir)

@@ -87,6 +87,8 @@ def run_sprt(
     """
     if jobs < 1:
         raise ValueError(f"jobs must be at least 1, got {jobs}")
+    if batch_pairs < 1 or max_pairs < 1:  # no batch would ever end the test
+        raise ValueError(f"batch_pairs and max_pairs must be at least 1, got {batch_pairs} and {max_pairs}")
     if pool is None and jobs > 1:
         with Pool(jobs) as workers:
             return run_sprt(

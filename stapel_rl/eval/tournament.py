@@ -84,6 +84,10 @@ class TournamentConfig:
     openings: str = "suite"
     one_at_a_time: bool = False
 
+    def __post_init__(self) -> None:
+        if self.pairs < 1:
+            raise ValueError(f"a pairing plays at least 1 pair, got pairs={self.pairs}")
+
     def pairings(self) -> "list[tuple[int, int]]":
         if self.schedule is not None:
             return [(i, j) for i, j in self.schedule]  # pairs as tuples (a schedule read from JSON has lists)

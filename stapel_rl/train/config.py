@@ -78,11 +78,59 @@ class TrainConfig(OptimConfig):
     # or fp16)
 
     def __post_init__(self) -> None:
+        """A value the run cannot use is refused here, before any game: named, with what it takes."""
         if not (self.gate_time >= 0 and math.isfinite(self.gate_time)):
             raise ValueError(
                 f"train.gate_time must be 0 (gating games by train.gate_simulations) or a positive number of "
                 f"seconds a move, got {self.gate_time}"
             )
+        for name, least in _AT_LEAST.items():
+            if getattr(self, name) < least:
+                raise ValueError(f"train.{name} must be at least {least}, got {getattr(self, name)}")
+        for name in _OFF_OR_POSITIVE:
+            value = getattr(self, name)
+            if not (value >= 0 and math.isfinite(value)):
+                raise ValueError(f"train.{name} must be 0 (none) or a positive number, got {value}")
+        if not (self.sample_ratio > 0 and self.gate_every_minutes > 0 and self.lr > 0):
+            raise ValueError(
+                "train.sample_ratio, train.gate_every_minutes and train.lr must be positive, got "
+                f"{self.sample_ratio}, {self.gate_every_minutes} and {self.lr}"
+            )
+        if not 0.0 <= self.value_mix <= 1.0:
+            raise ValueError(f"train.value_mix must be in [0, 1], got {self.value_mix}")
+        if self.min_replay > self.replay_capacity:
+            raise ValueError(
+                f"train.min_replay ({self.min_replay}) is more than train.replay_capacity ({self.replay_capacity}): "
+                "the buffer would never hold enough positions to train on"
+            )
+
+
+#: ``TrainConfig`` counts and their smallest values.
+_AT_LEAST = {
+    "iterations": 0,
+    "num_games": 1,
+    "positions_per_iteration": 1,
+    "first_positions": 0,
+    "first_simulations": 0,
+    "replay_capacity": 1,
+    "min_replay": 1,
+    "batch_size": 1,
+    "eval_games": 0,
+    "eval_simulations": 1,
+    "keep_checkpoints": 1,
+    "gate_max_pairs": 1,
+    "gate_simulations": 1,
+    "threads": 0,
+    "selfplay_workers": 0,
+}
+#: ``TrainConfig`` budgets and schedules where 0 means none (no limit, never).
+_OFF_OR_POSITIVE = (
+    "hours",
+    "eval_every_minutes",
+    "checkpoint_every_minutes",
+    "keep_every_minutes",
+    "image_every_minutes",
+)
 
 
 @dataclasses.dataclass

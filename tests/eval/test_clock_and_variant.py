@@ -96,6 +96,9 @@ def test_stapel_match_refuses_an_agent_of_the_other_variant_before_any_game(monk
     spec = f"classical:depth=1:eval={weights_path('I')}"
     assert match.main([spec, "greedy", "--variant", "II", "--games", "2"]) == 2
     assert f"agent '{spec}' is made for Variant I and cannot play Variant II" in capsys.readouterr().err
+    for games in ("0", "-4"):  # not a pair played anyway
+        assert match.main(["greedy", "random", "--games", games]) == 2
+        assert f"--games must be at least 1, got {games}" in capsys.readouterr().err
 
 
 def test_stapel_sprt_refuses_an_agent_of_the_other_variant(capsys):

@@ -50,8 +50,11 @@ def test_stapel_sprt_plays_in_two_processes(capsys):
     argv = ["alphabeta:1", "random", "--jobs", "2", "--batch-pairs", "2", "--max-pairs", "2", "--elo1", "400"]
     assert sprt_cli.main(argv) in (0, 3)
     assert "after 2 pairs" in capsys.readouterr().out
-    assert sprt_cli.main(["greedy", "random", "--jobs", "0"]) == 2
-    assert "--jobs must be at least 1, got 0" in capsys.readouterr().err
+    for flag in ("--jobs", "--batch-pairs", "--max-pairs"):  # --batch-pairs 0 looked at no pair forever
+        assert sprt_cli.main(["greedy", "random", flag, "0"]) == 2
+        assert f"{flag} must be at least 1, got 0" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="batch_pairs and max_pairs must be at least 1, got 0 and 4"):
+        run_sprt("greedy", "random", get_variant("I"), SPRT(), 0, 4, 4, seed=0)
 
 
 def test_ctrl_c_while_waiting_on_workers_is_raised_only_where_checked():

@@ -79,3 +79,10 @@ def test_foreign_games_are_those_of_a_pairing_off_its_openings():
         {"white": "greedy", "black": "policy:x.pt", "opening": third},  # no pairing of this tournament
     ]
     assert foreign_games(config, games) == [games[1]]
+
+
+def test_a_tournament_of_no_pairs_is_refused(tmp_path, capsys):
+    assert cli.main(["greedy", "random", "--pairs", "0", "--out", str(tmp_path / "t")]) == 2
+    assert "--pairs must be at least 1, got 0" in capsys.readouterr().err and not (tmp_path / "t").exists()
+    with pytest.raises(ValueError, match="at least 1 pair, got pairs=-1"):
+        TournamentConfig(["greedy", "random"], VARIANT_I, pairs=-1)

@@ -97,3 +97,30 @@ def test_the_search_constants_are_checked_where_the_config_is_read():
     assert composed("mcts.c_scale=0.01").mcts.c_scale == 0.01
     with pytest.raises(ValueError, match="c_scale must be positive"):
         composed("mcts.c_scale=0")
+
+
+@pytest.mark.parametrize(
+    "override, message",
+    [
+        ("train.hours=-1", r"train.hours must be 0 \(none\) or a positive number, got -1.0"),
+        ("train.replay_capacity=0", "train.replay_capacity must be at least 1, got 0"),
+        ("train.min_replay=100000", r"train.min_replay \(100000\) is more than train.replay_capacity \(60000\)"),
+        ("train.value_mix=1.5", r"train.value_mix must be in \[0, 1\], got 1.5"),
+        ("train.sample_ratio=0", "train.sample_ratio, train.gate_every_minutes and train.lr must be positive"),
+        ("train.keep_checkpoints=0", "train.keep_checkpoints must be at least 1, got 0"),
+        ("train.eval_every_minutes=nan", "train.eval_every_minutes must be 0"),
+    ],
+)
+def test_a_train_value_the_run_cannot_use_is_refused_by_name(override, message):
+    with pytest.raises(ValueError, match=message):
+        composed(override)
+
+
+def test_stapel_train_says_which_value_is_wrong_without_a_traceback(tmp_path, monkeypatch, capsys):
+    from stapel_rl.cli import train as cli
+
+    monkeypatch.setattr(cli, "train", lambda *a: pytest.fail("the run started"))
+    monkeypatch.setattr("sys.argv", ["stapel-train", "train.hours=-1", f"hydra.run.dir={tmp_path}"])
+    with pytest.raises(SystemExit) as stop:
+        cli.main()
+    assert stop.value.code == "stapel-train: train.hours must be 0 (none) or a positive number, got -1.0"
