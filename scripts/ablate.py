@@ -230,6 +230,13 @@ def main(argv: "list[str] | None" = None) -> int:
     if args.time is not None and args.time <= 0:
         print(f"error: --time must be positive, got {args.time}", file=sys.stderr)
         return 2
+    if not 0 < args.minutes < float("inf"):  # 0 would be train.hours=0: no limit at all
+        print(f"error: --minutes must be a positive number, got {args.minutes}", file=sys.stderr)
+        return 2
+    for flag, count in (("--games", args.games), ("--sims", args.sims), ("--jobs", args.jobs)):
+        if count < 1:
+            print(f"error: {flag} must be at least 1, got {count}", file=sys.stderr)
+            return 2
     out = pathlib.Path(args.out or f"runs/ablate_{args.variant}")
     out.mkdir(parents=True, exist_ok=True)
     record = out / "ablations.json"

@@ -114,8 +114,9 @@ def main(argv: "list[str] | None" = None) -> int:
     try:
         if sorted(args.times) != args.times or len(set(args.times)) != len(args.times) or args.times[0] <= 0:
             raise ValueError(f"--times must be positive and increasing, got {args.times}")
-        if args.reach < 1:
-            raise ValueError(f"--reach must be at least 1, got {args.reach}")
+        for flag, count in (("--reach", args.reach), ("--pairs", args.pairs)):
+            if count < 1:
+                raise ValueError(f"{flag} must be at least 1, got {count}")
         for family in families:
             if timed_spec(family, 1.0) == family:
                 raise ValueError(f"{family!r} does not take a thinking time here (or sets time= itself)")

@@ -69,12 +69,13 @@ def snapshots(run_dir: pathlib.Path, every: int, until: float = float("inf")) ->
     """Every ``every``-th snapshot of a run saved by ``until`` wall-clock hours (the last of them always)
     with its hours, and the run's newest checkpoint where it is later than that and still by ``until``
     (the network the run ended with, or had then)."""
+    if not run_dir.is_dir():
+        raise ValueError(f"run folder {str(run_dir)!r} does not exist")
     timed = [(p, hours(p)) for p in list_checkpoints(run_dir / "snapshots")]
+    by = f" saved by {until:g} hours" if until < float("inf") else ""
     timed = [(p, h) for p, h in timed if h <= until]
     if not timed:
-        raise ValueError(
-            f"{run_dir} has no snapshots/ (by {until:g} hours): was it trained with train.keep_every_minutes > 0?"
-        )
+        raise ValueError(f"{run_dir} has no snapshots{by}: was it trained with train.keep_every_minutes > 0?")
     points = timed[::every] + ([timed[-1]] if (len(timed) - 1) % every else [])
     for final in list_checkpoints(run_dir / "checkpoints")[-1:]:
         final_hours = hours(final)  # a training checkpoint holds the replay buffer: load it once
@@ -229,8 +230,9 @@ def main(argv: "list[str] | None" = None) -> int:
         labels = args.labels or [pathlib.Path(r).name for r in args.runs]
         if args.time is not None and not args.time > 0:
             raise ValueError(f"--time must be a positive number of seconds, got {args.time}")
-        if args.cores < 1:
-            raise ValueError(f"--cores must be at least 1, got {args.cores}")
+        for flag, count in (("--cores", args.cores), ("--pairs", args.pairs), ("--every", args.every)):
+            if count < 1:
+                raise ValueError(f"{flag} must be at least 1, got {count}")
         if args.max_hours is not None and not args.max_hours > 0:
             raise ValueError(f"--max-hours must be a positive number of hours, got {args.max_hours}")
         until = float("inf") if args.max_hours is None else args.max_hours / args.cores  # wall-clock hours

@@ -87,3 +87,16 @@ def test_records_of_one_match_are_read_as_a_row_with_matches():
 def test_an_unknown_opponent_row_is_refused(tmp_path, capsys):
     assert load_script("ablate").main(["--opponent", "row:nope", "--out", str(tmp_path)]) == 2
     assert "unknown row 'nope'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "flag, value, message",
+    [
+        ("--minutes", "0", "--minutes must be a positive number, got 0.0"),  # 0: a training run without a limit
+        ("--games", "0", "--games must be at least 1, got 0"),
+        ("--jobs", "0", "--jobs must be at least 1, got 0"),
+    ],
+)
+def test_a_budget_the_rows_cannot_use_is_refused(tmp_path, capsys, flag, value, message):
+    assert load_script("ablate").main([flag, value, "--out", str(tmp_path / "out")]) == 2
+    assert message in capsys.readouterr().err and not (tmp_path / "out").exists()

@@ -37,6 +37,9 @@ def test_bad_input_is_refused(capsys):
     assert script.main(["--families", "classical", "--times", "0.2", "0.1"]) == 2
     assert "increasing" in capsys.readouterr().err
     assert script.main(["--families", "classical", "--reach", "0"]) == 2
+    assert "--reach must be at least 1, got 0" in capsys.readouterr().err
+    assert script.main(["--families", "classical", "--pairs", "0"]) == 2
+    assert "--pairs must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_a_small_run_rates_every_player_and_resumes(tmp_path):

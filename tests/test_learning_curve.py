@@ -48,7 +48,7 @@ def test_snapshots_after_the_hours_cap_are_left_out(tmp_path):
     assert [h for _, h in script.snapshots(run, every=2, until=1.0)] == pytest.approx(
         [5 / 60, 15 / 60, 20 / 60, 23 / 60]
     )
-    with pytest.raises(ValueError, match="no snapshots/ \\(by 0.05 hours\\)"):
+    with pytest.raises(ValueError, match="no snapshots saved by 0.05 hours"):
         script.snapshots(run, every=1, until=0.05)
 
 
@@ -95,10 +95,15 @@ def test_curves_of_two_runs_on_one_ladder(tmp_path):
 def test_a_run_without_snapshots_is_a_clear_error(tmp_path, capsys):
     (tmp_path / "empty").mkdir()
     assert load_script("learning_curve").main([str(tmp_path / "empty")]) == 2
-    assert "no snapshots/" in capsys.readouterr().err
+    assert "empty has no snapshots: was it trained with" in capsys.readouterr().err
+    assert load_script("learning_curve").main([str(tmp_path / "missing")]) == 2
+    assert f"run folder '{tmp_path / 'missing'}' does not exist" in capsys.readouterr().err
     run = fake_run(tmp_path / "a", [5])
     assert load_script("learning_curve").main([str(run), "--labels", "x", "y"]) == 2
     assert "--labels names 2 curves for 1 runs" in capsys.readouterr().err
+    for flag in ("--pairs", "--every", "--cores"):  # --pairs 0 ended in a traceback, --every 0 in numpy's words
+        assert load_script("learning_curve").main([str(run), flag, "0"]) == 2
+        assert f"{flag} must be at least 1, got 0" in capsys.readouterr().err
 
 
 def test_ladder_members_at_one_elo_share_a_labelled_line():

@@ -24,6 +24,8 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--fen", default=None, help="start from this position text instead of the variant's start")
     args = parser.parse_args(argv)
     try:
+        if args.depth < 1:
+            raise ValueError(f"--depth must be at least 1, got {args.depth}")
         variant = get_variant(args.variant)
         fen = args.fen or initial_fen(variant)
         from_fens([fen], variant)  # reject malformed text before printing anything

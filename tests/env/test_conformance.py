@@ -47,3 +47,6 @@ def test_perft_command_rejects_bad_fen(capsys):
 
     assert main(["--fen", "W:w,b", "--depth", "1"]) == 2
     assert "expected 50 comma-separated squares" in capsys.readouterr().err
+    assert main(["--depth", "0"]) == 2
+    captured = capsys.readouterr()
+    assert "--depth must be at least 1, got 0" in captured.err and not captured.out
