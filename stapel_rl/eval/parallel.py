@@ -30,9 +30,9 @@ from stapel_rl.eval.agents import Agent, make_agent
 from stapel_rl.eval.arena import MatchResult, paired_start, play_match
 
 __all__ = [
+    "DeferredInterrupt",
     "Played",
     "Pool",
-    "DeferredInterrupt",
     "agent_of",
     "in_order",
     "job_process",
