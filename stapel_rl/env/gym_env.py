@@ -22,7 +22,7 @@ import numpy as np
 
 from stapel_rl.env import engine, render
 from stapel_rl.env.geometry import NUM_ACTIONS
-from stapel_rl.env.observation import NUM_PLANES, canonical_mask, encode, from_canonical_actions
+from stapel_rl.env.observation import NUM_PLANES, action_ids, canonical_mask, encode, from_canonical_actions
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import get_variant
 
@@ -140,7 +140,7 @@ class StapelEnv(gym.Env):
         actor = int(self.state.current_player[0])
         if self.opponent is None:
             self.agent = actor
-        reward = self._play(int(action))
+        reward = self._play(int(action_ids(action)))
         reward += self._opponent_turns()
         obs, info = self._observe()
         return obs, reward, bool(self.state.terminated[0]), bool(self.state.truncated[0]), info

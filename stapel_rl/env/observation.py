@@ -136,6 +136,16 @@ def from_canonical_actions(actions: np.ndarray, player: np.ndarray) -> np.ndarra
     return to_canonical_actions(actions, player)
 
 
+def action_ids(actions: object, shape: "tuple[int, ...]" = ()) -> np.ndarray:
+    """``int64 [shape]``: ``actions`` as integer action ids, checked; a float (truncated, it would play
+    another move), a string or another shape raises ``ValueError`` saying what was given."""
+    given = np.asarray(actions)
+    if given.shape != shape or not np.issubdtype(given.dtype, np.integer):
+        what = "one integer canonical action id" if shape == () else f"integer canonical action ids of shape {shape}"
+        raise ValueError(f"actions must be {what}, got {actions!r}")
+    return given.astype(np.int64)
+
+
 def canonical_mask(state: State) -> np.ndarray:
     """``bool [B, 200]`` legal-action mask in canonical action ids."""
     mask = state.legal_action_mask

@@ -38,7 +38,7 @@ from pettingzoo.utils import wrappers
 from stapel_rl.env import engine, render
 from stapel_rl.env.geometry import NUM_ACTIONS
 from stapel_rl.env.gym_env import observation_space as board_observation_space
-from stapel_rl.env.observation import canonical_mask, encode, from_canonical_actions
+from stapel_rl.env.observation import action_ids, canonical_mask, encode, from_canonical_actions
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import get_variant
 
@@ -172,10 +172,7 @@ class raw_env(AECEnv, EzPickle):
             return self._was_dead_step(action)
         if action is None:
             raise ValueError(f"{agent} is to move and must play an action, got None (only finished agents step None)")
-        given = np.asarray(action)
-        if given.shape != () or not np.issubdtype(given.dtype, np.integer):
-            raise ValueError(f"action must be one integer canonical action id, got {action!r}")
-        a = int(given)
+        a = int(action_ids(action))
         mask = self._mask()
         if not (0 <= a < NUM_ACTIONS and mask[a]):
             colour = COLOUR_NAMES[self.agent_colour[agent]]

@@ -21,7 +21,7 @@ from gymnasium.vector import AutoresetMode, VectorEnv
 from stapel_rl.env import engine
 from stapel_rl.env.geometry import NUM_ACTIONS
 from stapel_rl.env.gym_env import observation_space
-from stapel_rl.env.observation import canonical_mask, encode, from_canonical_actions
+from stapel_rl.env.observation import action_ids, canonical_mask, encode, from_canonical_actions
 from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.env.state import State
 from stapel_rl.env.variants import get_variant
@@ -76,7 +76,7 @@ class StapelVectorEnv(VectorEnv):
         return self._observe()
 
     def step(self, actions: np.ndarray) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, dict[str, Any]]":
-        actions = np.asarray(actions, dtype=np.int64).reshape(self.num_envs)
+        actions = action_ids(np.asarray(actions).reshape(-1), (self.num_envs,))  # [N] or [N, 1]
         s = self.state
         restarted = s.done
         board = from_canonical_actions(np.clip(actions, 0, NUM_ACTIONS - 1), s.current_player)

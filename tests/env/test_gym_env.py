@@ -77,6 +77,12 @@ def test_illegal_action_raises_clear_error():
     env.reset(seed=0)
     with pytest.raises(ValueError, match="illegal action 0; legal canonical actions"):
         env.step(0)
+    legal = int(np.flatnonzero(env._mask())[0])
+    for bad in (legal + 0.5, float(legal), "x", np.array([legal])):  # 1.5 played action 1 before
+        with pytest.raises(ValueError, match="actions must be one integer canonical action id, got"):
+            env.step(bad)
+    assert env.state.ply[0] == 0  # nothing was played
+    env.step(np.int32(legal))
 
 
 def test_opponent_turns_are_played_inside_step():
@@ -139,6 +145,10 @@ def test_vector_env_illegal_action_names_the_env():
     actions[2] = 0
     with pytest.raises(ValueError, match="env 2: action 0"):
         envs.step(actions)
+    with pytest.raises(ValueError, match=r"integer canonical action ids of shape \(3,\), got"):
+        envs.step(actions.astype(np.float32))
+    with pytest.raises(ValueError, match=r"of shape \(3,\)"):
+        envs.step(actions[:2])
 
 
 def test_importing_the_engine_imports_neither_gymnasium_nor_torch():
