@@ -31,6 +31,7 @@ import sys
 from learning_curve import draw_curve
 from tqdm import tqdm
 
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.ratings import games_between, rate_games
@@ -114,9 +115,7 @@ def main(argv: "list[str] | None" = None) -> int:
     try:
         if sorted(args.times) != args.times or len(set(args.times)) != len(args.times) or args.times[0] <= 0:
             raise ValueError(f"--times must be positive and increasing, got {args.times}")
-        for flag, count in (("--reach", args.reach), ("--pairs", args.pairs)):
-            if count < 1:
-                raise ValueError(f"{flag} must be at least 1, got {count}")
+        check_counts(args, "reach", "pairs")
         for family in families:
             if timed_spec(family, 1.0) == family:
                 raise ValueError(f"{family!r} does not take a thinking time here (or sets time= itself)")

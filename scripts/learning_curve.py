@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env import get_variant
 from stapel_rl.eval.ratings import games_between, rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
@@ -230,9 +231,7 @@ def main(argv: "list[str] | None" = None) -> int:
         labels = args.labels or [pathlib.Path(r).name for r in args.runs]
         if args.time is not None and not args.time > 0:
             raise ValueError(f"--time must be a positive number of seconds, got {args.time}")
-        for flag, count in (("--cores", args.cores), ("--pairs", args.pairs), ("--every", args.every)):
-            if count < 1:
-                raise ValueError(f"{flag} must be at least 1, got {count}")
+        check_counts(args, "cores", "pairs", "every")
         if args.max_hours is not None and not args.max_hours > 0:
             raise ValueError(f"--max-hours must be a positive number of hours, got {args.max_hours}")
         until = float("inf") if args.max_hours is None else args.max_hours / args.cores  # wall-clock hours

@@ -33,6 +33,7 @@ from omegaconf import OmegaConf
 from tqdm import tqdm
 
 from stapel_rl.classical import nnue
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env import get_variant
 from stapel_rl.env.observation import canonical_mask, encode
 from stapel_rl.eval.parallel import Pool
@@ -102,10 +103,11 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--out", required=True, help="folder for positions.npz and warm_start.pt")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training config (model=..., train.lr=)")
     args = parser.parse_args(argv)
-    for name in ("games", "nodes", "steps", "jobs"):
-        if getattr(args, name) < 1:
-            print(f"error: --{name} must be at least 1", file=sys.stderr)
-            return 2
+    try:
+        check_counts(args, "games", "nodes", "steps", "jobs")
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     if args.holdout < 2 or not 0 <= args.epsilon <= 1:
         print("error: --holdout must be at least 2 and --epsilon in [0, 1]", file=sys.stderr)
         return 2

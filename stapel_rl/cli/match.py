@@ -46,7 +46,7 @@ from collections.abc import Callable
 import numpy as np
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.cli.options import add_match_options, check_match_options
+from stapel_rl.cli.options import add_match_options, check_counts, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import check_variant, clock
 from stapel_rl.eval.arena import MatchResult, timed_spec
@@ -135,10 +135,7 @@ def main(argv: "list[str] | None" = None) -> int:
     records: "list[dict]" = []
     try:
         check_match_options(args)
-        if args.jobs < 1:
-            raise ValueError(f"--jobs must be at least 1, got {args.jobs}")
-        if args.games < 1:
-            raise ValueError(f"--games must be at least 1, got {args.games}")
+        check_counts(args, "jobs", "games")
         variant = get_variant(args.variant)
         specs = [timed_spec(s, args.time) for s in (args.agent, *args.opponents)]
         for spec in specs:

@@ -1,4 +1,5 @@
-"""The options every command that plays matches shares: ``stapel-match``, ``stapel-tournament``, ``stapel-sprt``.
+"""The options every command that plays matches shares: ``stapel-match``, ``stapel-tournament``, ``stapel-sprt``;
+and the check of counts the commands and scripts share (``check_counts``).
 
 No torch here: a ``stapel-match`` worker may import this module before it sets its threads
 (``stapel_rl.eval.parallel.one_core``).
@@ -37,3 +38,12 @@ def check_match_options(args: argparse.Namespace) -> None:
     seconds = getattr(args, "time", None)
     if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
         raise ValueError(f"--time must be a positive, finite number of seconds, got {seconds:g}")
+
+
+def check_counts(args: argparse.Namespace, *names: str) -> None:
+    """Raise ``ValueError`` naming the first option of ``names`` (``args``' attribute names) below 1: a
+    count of pairs, games, jobs or steps that would play or train nothing."""
+    for name in names:
+        value = getattr(args, name)
+        if value < 1:
+            raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {value}")

@@ -13,6 +13,7 @@ import sys
 import time
 
 from stapel_rl._malloc import tune_malloc
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env import from_fens, get_variant, initial_fen, perft
 
 
@@ -24,8 +25,7 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--fen", default=None, help="start from this position text instead of the variant's start")
     args = parser.parse_args(argv)
     try:
-        if args.depth < 1:
-            raise ValueError(f"--depth must be at least 1, got {args.depth}")
+        check_counts(args, "depth")
         variant = get_variant(args.variant)
         fen = args.fen or initial_fen(variant)
         from_fens([fen], variant)  # reject malformed text before printing anything

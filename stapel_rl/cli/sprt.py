@@ -25,7 +25,7 @@ import argparse
 import sys
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.cli.options import add_match_options, check_match_options
+from stapel_rl.cli.options import add_match_options, check_counts, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import check_variant
 from stapel_rl.eval.arena import timed_spec
@@ -49,10 +49,7 @@ def main(argv: "list[str] | None" = None) -> int:
     args = parser.parse_args(argv)
     try:
         check_match_options(args)
-        counts = {"--jobs": args.jobs, "--batch-pairs": args.batch_pairs, "--max-pairs": args.max_pairs}
-        for flag, value in counts.items():
-            if value < 1:
-                raise ValueError(f"{flag} must be at least 1, got {value}")
+        check_counts(args, "jobs", "batch_pairs", "max_pairs")
         variant = get_variant(args.variant)
         specs = [timed_spec(spec, args.time) for spec in (args.a, args.b)]
         for spec in specs:

@@ -22,7 +22,7 @@ from matplotlib.figure import Figure  # no pyplot: a file needs no display backe
 from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.cli.options import add_match_options, check_match_options
+from stapel_rl.cli.options import add_match_options, check_counts, check_match_options
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.pdn import write_game
@@ -78,8 +78,7 @@ def main(argv: "list[str] | None" = None) -> int:
     out = pathlib.Path(args.out)
     try:
         check_match_options(args)
-        if args.pairs < 1:
-            raise ValueError(f"--pairs must be at least 1, got {args.pairs}")
+        check_counts(args, "pairs")
         players = [timed_spec(p, args.time) for p in expand_specs(args.players)]
         if args.anchor not in players:
             players.append(args.anchor)
