@@ -77,6 +77,7 @@ from scipy.special import expit, log_expit
 from stapel_rl.classical import FEATURES, Searcher
 from stapel_rl.classical.evaluation import read_weights, weights_path
 from stapel_rl.classical.selfplay import best_scale, log_loss, play_game
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env.variants import Variant, get_variant
 
 MATERIAL = FEATURES.index("material")
@@ -338,6 +339,10 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--out", type=pathlib.Path, required=True, help="the fitted weights JSON to write")
     parser.add_argument("--no-progress", action="store_true")
     args = parser.parse_args(argv)
+    try:
+        check_counts(args, "games", "rounds", "nodes")
+    except ValueError as error:
+        parser.error(str(error))
     variant = get_variant(args.variant)
     try:
         weights, start_meta, start_path = starting_weights(args.start, variant.name)

@@ -24,6 +24,7 @@ import numpy as np
 from tqdm import tqdm
 
 from stapel_rl.classical import Position, Searcher
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env import Variant, apply_move, get_variant, initial_fen, legal_moves
 from stapel_rl.eval.openings import suite_path
 from stapel_rl.records import code_version
@@ -58,6 +59,12 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", default=None, help="default: the package's suite file of the variant")
     args = parser.parse_args(argv)
+    try:
+        check_counts(args, "count", "candidates", "depth")
+    except ValueError as error:
+        parser.error(str(error))
+    if not 0 <= args.min_plies <= args.max_plies:
+        parser.error(f"--min-plies and --max-plies must be 0 <= min <= max, got {args.min_plies} and {args.max_plies}")
     variant = get_variant(args.variant)
     rng = np.random.default_rng(args.seed)
     pool = candidates(variant, args.candidates, args.min_plies, args.max_plies, rng)

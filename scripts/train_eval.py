@@ -51,6 +51,7 @@ from stapel_rl.classical import Searcher, nnue
 from stapel_rl.classical.evaluation import load_weights
 from stapel_rl.classical.selfplay import best_scale, collect, labels, log_loss
 from stapel_rl.classical.trainer import FitSettings, Model, corrections, fit, to_net
+from stapel_rl.cli.options import check_counts
 from stapel_rl.env.variants import get_variant
 from stapel_rl.records import save_npz
 
@@ -80,6 +81,10 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--out", required=True, help="the .npz to write")
     parser.add_argument("--data", default=None, help="positions file: read if it exists, else written after playing")
     args = parser.parse_args(argv)
+    try:
+        check_counts(args, "games", "nodes", "width", "hidden", "epochs", "batch_size")
+    except ValueError as error:
+        parser.error(str(error))
     if not args.out.endswith(".npz"):
         parser.error("--out must end in .npz (the classical agent tells networks from weights files by it)")
     torch.set_num_threads(1)
