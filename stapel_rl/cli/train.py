@@ -17,7 +17,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.train import minimax
-from stapel_rl.train.app import CONFIG_DIR, train
+from stapel_rl.train.app import CONFIG_DIR, CannotStart, train
 from stapel_rl.train.config import check_overrides
 from stapel_rl.train.interrupt import RunStopped
 
@@ -46,6 +46,8 @@ def _run(cfg: DictConfig) -> None:
         return
     try:
         final = train(cfg, out_dir)
+    except CannotStart as problem:
+        sys.exit(f"stapel-train: {problem}")
     except RunStopped as stopped:  # Ctrl-C, after a checkpoint: no traceback, and no && chain goes on
         print(stopped.args[0])
         sys.exit(130)

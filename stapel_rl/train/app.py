@@ -128,6 +128,11 @@ def gate(
     }
 
 
+class CannotStart(ValueError):
+    """The run cannot start as configured: a checkpoint to resume or start from that is missing, corrupt
+    or holds another network, an unknown backend. ``stapel-train`` says which in one line."""
+
+
 def resume_point(named: "str | None", found: "list[pathlib.Path]") -> "tuple[pathlib.Path | None, dict | None]":
     """Where a run starts: the checkpoint ``resume=`` names, or the newest of the run's own (``found``,
     oldest first), whichever has more iterations behind it, loaded; (None, None) for a new run.
@@ -148,6 +153,18 @@ def resume_point(named: "str | None", found: "list[pathlib.Path]") -> "tuple[pat
     return own, ours
 
 
+def check_resumable(path: pathlib.Path, state: dict, variant: str) -> None:
+    """Raise ``ValueError`` unless ``state`` (loaded from ``path``) is a training checkpoint of ``variant``."""
+    made_for = state.get("variant") or (state.get("config") or {}).get("variant", {}).get("name")
+    if made_for is not None and made_for != variant:
+        raise ValueError(f"{path} is a Variant {made_for} run's; this run is Variant {variant} (variant={made_for})")
+    if "trainer" not in state or "replay" not in state:
+        raise ValueError(
+            f"{path} holds a network alone (a snapshot or an agent), not a run's state: "
+            f"start a new run from it with init_weights={path}"
+        )
+
+
 def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     """Run (or resume) training in ``out_dir``; returns the newest checkpoint's path (None if it has none:
     a run resumed from another directory's checkpoint with nothing left to do saves none)."""
@@ -161,7 +178,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     variant = get_variant(config.variant.name).with_ply_cap(config.variant.ply_cap)
     dist = config.distributed
     if dist.backend not in ("none", "ray"):
-        raise ValueError(f"distributed.backend must be 'none' or 'ray', got {dist.backend!r}")
+        raise CannotStart(f"distributed.backend must be 'none' or 'ray', got {dist.backend!r}")
     learner_device = dist.learner_device or cfg.device
     device = torch.device(
         "cuda"
@@ -183,12 +200,24 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
 
     # --- resume from the newest checkpoint of this run (or cfg.resume), or start from init_weights ---
     ckpt_dir = out_dir / "checkpoints"
-    resume, state = resume_point(cfg.resume, checkpoint.list_checkpoints(ckpt_dir))
+    resume: "pathlib.Path | None" = None
+    try:
+        resume, state = resume_point(cfg.resume, checkpoint.list_checkpoints(ckpt_dir))
+        if resume:
+            assert state is not None  # loaded with its path
+            check_resumable(resume, state, variant.name)
+            net.load_state_dict(state["model"])
+        elif config.init_weights:  # a new run from a trained network: only the weights carry over
+            net.load_state_dict(checkpoint.load_weights(config.init_weights, model_config, variant.name))
+    except ValueError as problem:  # missing, corrupt, another variant's
+        raise CannotStart(str(problem)) from None
+    except RuntimeError as problem:  # torch's, for a network of another shape
+        detail = " ".join(line.strip() for line in str(problem).splitlines()[:2])
+        raise CannotStart(f"{resume}: the network is not the config's model ({detail})") from None
     best_model = None  # with gating: the network self-play uses, if not the trained one
     if resume:
-        assert state is not None  # loaded with its path
+        assert state is not None
         best_model = state.get("best_model")
-        net.load_state_dict(state["model"])
         trainer.load_state_dict(state["trainer"])
         buffer.load_bytes(state["replay"])
         counters = state["counters"]
@@ -214,8 +243,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
         )
         if changes:
             tqdm.write("the config differs from the checkpoint's, the run goes on with the new: " + "; ".join(changes))
-    elif config.init_weights:  # a new run from a trained network: only the weights carry over
-        net.load_state_dict(checkpoint.load_weights(config.init_weights, model_config, variant.name))
+    elif config.init_weights:
         tqdm.write(f"a new run from the network of {config.init_weights}")
     evaluator.net.load_state_dict(best_model if best_model is not None else net.state_dict())
     selfplay: "SelfPlay | None" = None

@@ -91,11 +91,13 @@ class TrainConfig(OptimConfig):
             value = getattr(self, name)
             if not (value >= 0 and math.isfinite(value)):
                 raise ValueError(f"train.{name} must be 0 (none) or a positive number, got {value}")
-        if not (self.sample_ratio > 0 and self.gate_every_minutes > 0 and self.lr > 0):
+        if not (self.sample_ratio > 0 and self.gate_every_minutes > 0):
             raise ValueError(
-                "train.sample_ratio, train.gate_every_minutes and train.lr must be positive, got "
-                f"{self.sample_ratio}, {self.gate_every_minutes} and {self.lr}"
+                "train.sample_ratio and train.gate_every_minutes must be positive, got "
+                f"{self.sample_ratio} and {self.gate_every_minutes}"
             )
+        if not (self.lr >= 0 and math.isfinite(self.lr)):  # 0: the network stays as it starts (tests)
+            raise ValueError(f"train.lr must be a finite number >= 0, got {self.lr}")
         if not 0.0 <= self.value_mix <= 1.0:
             raise ValueError(f"train.value_mix must be in [0, 1], got {self.value_mix}")
         if self.min_replay > self.replay_capacity:

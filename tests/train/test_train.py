@@ -371,3 +371,20 @@ def test_a_run_of_move_planes_trains_and_plays(tmp_path):
     assert game.legal_action_mask[np.arange(2), actions].all()
     wrong = run_train(tmp_path / "wrong", "model.inputs=rich")
     assert wrong.returncode != 0 and "inputs must be one of ['base', 'moves'], got 'rich'" in wrong.stderr
+
+
+def test_a_checkpoint_the_run_cannot_start_from_is_named_in_one_line(tmp_path):
+    source = PolicyValueNet(PRESETS["tiny"].for_variant(get_variant("II")))
+    snapshot = checkpoint.save(
+        tmp_path / "other",
+        7,
+        {"model": source.state_dict(), "config": {"variant": {"name": "II"}}, "variant": "II"},
+    )
+    for overrides, message in [
+        ([f"resume={tmp_path / 'missing.pt'}"], f"checkpoint '{tmp_path / 'missing.pt'}' does not exist"),
+        ([f"resume={snapshot}"], f"{snapshot} is a Variant II run's; this run is Variant I (variant=II)"),
+        (["variant=II", f"resume={snapshot}"], f"start a new run from it with init_weights={snapshot}"),
+    ]:
+        done = run_train(tmp_path / "run", *overrides)
+        assert done.returncode == 1 and message in done.stderr, done.stderr[-2000:]
+        assert "Traceback" not in done.stderr and not (tmp_path / "run" / "checkpoints").exists()
