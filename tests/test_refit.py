@@ -1,5 +1,6 @@
 """scripts/refit.py: a generation of a minimax run trained again, with the run's settings or others."""
 
+import json
 import pathlib
 
 import numpy as np
@@ -68,3 +69,35 @@ def test_bad_arguments_are_refused(run, args, message, capsys):
 def test_a_folder_without_a_run_is_refused(tmp_path, capsys):
     assert refit.main([str(tmp_path), "--generation", "1"]) == 2
     assert "has no loop.json: not a minimax run" in capsys.readouterr().err
+
+
+def test_pooled_positions_train_in_their_own_scale_and_never_validate(run, monkeypatch):
+    seen = {}
+
+    def fit(data, base, target, train_rows, valid_rows, settings, start=None):
+        seen.update(data=data, target=target, train_rows=train_rows, valid_rows=valid_rows)
+        raise StopIteration  # the arguments are the test
+
+    monkeypatch.setattr(minimax, "fit", fit)
+    state = json.loads((run / "loop.json").read_text())
+    m = minimax.MinimaxConfig(**state["config"]["minimax"])
+    other = minimax.positions_of(run, 1)
+    k_other = 10 * state["scale_k"]
+    with pytest.raises(StopIteration):
+        minimax.train(m, state, None, np.asarray(state["weights"]), 0, 2, run, {}, [(other, k_other)])
+    own = len(seen["target"]) - len(other["result"])
+    tail = seen["target"][own:]
+    np.testing.assert_allclose(tail, minimax.labels(other["result"], other["value"], k_other, m.value_mix))
+    assert (seen["valid_rows"] < own).all() and set(range(own, own + len(tail))) <= set(seen["train_rows"])
+    np.testing.assert_array_equal(seen["data"]["inputs"][own:], other["inputs"])
+
+
+def test_refit_pools_other_runs(run, tmp_path, capsys):
+    out = tmp_path / "pooled.npz"
+    assert refit.main([str(run), "--generation", "2", "--pool", str(run), "--out", str(out)]) == 0
+    pooled = nnue.load(out)
+    total = sum(len(minimax.positions_of(run, g)["result"]) for g in (1, 2))
+    assert pooled.metadata["pooled_positions"] == total and pooled.metadata["pool"] == [str(run)]
+    assert "2 generations of other runs pooled" in capsys.readouterr().out
+    assert refit.main([str(run), "--generation", "2", "--pool", str(tmp_path)]) == 2
+    assert f"--pool {tmp_path} has no loop.json: not a minimax run" in capsys.readouterr().err

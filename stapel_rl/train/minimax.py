@@ -37,7 +37,7 @@ import pathlib
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar, cast
 
 import numpy as np
@@ -223,11 +223,17 @@ def train(
     g: int,
     out_dir: pathlib.Path,
     meta: dict,
+    pooled: "Sequence[tuple[dict[str, np.ndarray], float]]" = (),
 ) -> "tuple[nnue.Net, float]":
     """Generation ``g``'s new network trained on the run's positions in ``out_dir`` (warm-started from
     ``best``; ``None``: a new network, or the hand-written evaluation's generation 1) and its scale ``k``.
     Its metadata holds the epoch kept and the held-out log-loss against results, the starting network's
-    beside it (``scripts/refit.py`` refits a generation with other settings)."""
+    beside it (``scripts/refit.py`` refits a generation with other settings).
+
+    ``pooled``: more positions to train on (other runs', ``scripts/refit.py --pool``), each set with the
+    scale ``k`` its search scores are in, so that its labels mean what the run's do. They only train:
+    the held-out games, and so the early stop and the log-loss reported, stay the run's own.
+    """
     parts = [positions_of(out_dir, h) for h in range(max(1, g - m.window + 1), g + 1)]
     data = {k: np.concatenate([p[k] for p in parts]) for k in parts[-1]}
     valid = data["game"] % m.holdout == 0
@@ -237,6 +243,12 @@ def train(
     x = data["features"].astype(np.float64)
     k = state["scale_k"] or best_scale(weights.astype(np.float64), x[train_rows], data["result"][train_rows])
     target = labels(data["result"], data["value"], k, m.value_mix)
+    if pooled:
+        own = len(target)
+        target = np.concatenate([target, *(labels(p["result"], p["value"], pk, m.value_mix) for p, pk in pooled)])
+        data = {key: np.concatenate([data[key], *(p[key] for p, _ in pooled)]) for key in data}
+        train_rows = np.concatenate([train_rows, np.arange(own, len(target))])
+        x = data["features"].astype(np.float64)
     settings = FitSettings(
         m.width, m.hidden, m.epochs, m.patience, m.batch_size, m.lr, int(stream(seed, g, _FIT).integers(1 << 31))
     )
@@ -254,6 +266,7 @@ def train(
         **meta,
         "generation": g,
         "positions": int(len(target)),
+        **({"pooled_positions": int(sum(len(p["result"]) for p, _ in pooled))} if pooled else {}),
         "scale_k": k,
         "best_epoch": result.epoch,
         "validation_log_loss": result.valid_loss,
