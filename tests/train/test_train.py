@@ -373,8 +373,10 @@ def test_a_run_of_move_planes_trains_and_plays(tmp_path):
     assert wrong.returncode != 0 and "inputs must be one of ['base', 'moves'], got 'rich'" in wrong.stderr
 
 
-def test_a_checkpoint_the_run_cannot_start_from_is_named_in_one_line(tmp_path, monkeypatch):
-    from stapel_rl.cli import train as cli
+def test_a_checkpoint_the_run_cannot_start_from_is_named_in_one_line(tmp_path):
+    from hydra import compose, initialize_config_dir
+
+    from stapel_rl.train import app
 
     source = PolicyValueNet(PRESETS["tiny"].for_variant(get_variant("II")))
     snapshot = checkpoint.save(
@@ -382,14 +384,19 @@ def test_a_checkpoint_the_run_cannot_start_from_is_named_in_one_line(tmp_path, m
         7,
         {"model": source.state_dict(), "config": {"variant": {"name": "II"}}, "variant": "II"},
     )
+    mine = [o for o in TINY if not o.startswith("train.threads")]  # leave this process's threads alone
     for overrides, message in [
         ([f"resume={tmp_path / 'missing.pt'}"], f"checkpoint '{tmp_path / 'missing.pt'}' does not exist"),
         ([f"resume={snapshot}"], f"{snapshot} is a Variant II run's; this run is Variant I (variant=II)"),
         (["variant=II", f"resume={snapshot}"], f"start a new run from it with init_weights={snapshot}"),
     ]:
-        mine = [o for o in TINY if not o.startswith("train.threads")]  # leave this process's threads alone
-        monkeypatch.setattr("sys.argv", ["stapel-train", f"hydra.run.dir={tmp_path / 'run'}", *mine, *overrides])
-        with torch.random.fork_rng(), pytest.raises(SystemExit) as stop:  # in this process: no traceback past it
-            cli.main()
-        assert str(stop.value.code).startswith("stapel-train: ") and message in str(stop.value.code)
+        with initialize_config_dir(config_dir=str(app.CONFIG_DIR), version_base=None):
+            cfg = compose(config_name="config", overrides=[*mine, *overrides])
+        with torch.random.fork_rng(), pytest.raises(app.CannotStart) as refused:
+            app.train(cfg, tmp_path / "run")
+        assert message in str(refused.value)
         assert not (tmp_path / "run" / "checkpoints").exists()
+    # The command says it in one line (a process of its own: Hydra's main takes over the streams).
+    done = run_train(tmp_path / "run", f"resume={snapshot}")
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert done.stderr.strip() == f"stapel-train: {snapshot} is a Variant II run's; this run is Variant I (variant=II)"
