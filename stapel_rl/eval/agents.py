@@ -113,9 +113,20 @@ class GreedyAgent:
 #: Agent kinds: a factory, or where one lives (``"module:function"``), taking the spec's ``:``-separated
 #: arguments. Factories named by place are imported on first use, so that naming ``random`` costs
 #: neither torch nor numba (the entry-point pattern of Gymnasium's registry).
+def _without_options(make: "Callable[[], Agent]", kind: str) -> "Callable[[list[str]], Agent]":
+    """The factory of a spec that takes no options: ``random:3`` is a typing mistake, not ``random``."""
+
+    def factory(args: "list[str]") -> Agent:
+        if args:
+            raise ValueError(f"agent spec {kind!r} takes no options, got {':'.join([kind, *args])!r}")
+        return make()
+
+    return factory
+
+
 AGENT_KINDS: "dict[str, Callable[[list[str]], Agent] | str]" = {
-    "random": lambda args: RandomAgent(),
-    "greedy": lambda args: GreedyAgent(),
+    "random": _without_options(RandomAgent, "random"),
+    "greedy": _without_options(GreedyAgent, "greedy"),
     "alphabeta": "stapel_rl.eval.alphabeta:from_spec_args",
     "classical": "stapel_rl.eval.classical_agent:from_spec_args",
     "mcts": "stapel_rl.eval.network_agents:mcts_from_spec_args",

@@ -227,14 +227,20 @@ def _options(args: "list[str]", spec_kind: str) -> "tuple[str, dict[str, str]]":
     return path, options
 
 
+def _parsed(options: "dict[str, str]", key: str, kind: "type[_Number]") -> "_Number":
+    """Option ``key`` as a ``kind``; a ``ValueError`` naming it otherwise."""
+    try:
+        return kind(options[key])
+    except ValueError:
+        what = "a whole number" if kind is int else "a number"
+        raise ValueError(f"mcts agent option {key}={options[key]!r} is not {what}") from None
+
+
 def _number(options: "dict[str, str]", key: str, kind: "type[_Number]") -> "_Number | None":
     """Option ``key`` as a positive ``kind``, None if absent; a ``ValueError`` naming it otherwise."""
     if key not in options:
         return None
-    try:
-        value = kind(options[key])
-    except ValueError:
-        raise ValueError(f"mcts agent option {key}={options[key]!r} is not a number") from None
+    value = _parsed(options, key, kind)
     if not 0 < value < float("inf"):
         raise ValueError(f"mcts agent option {key} must be positive and finite, got {options[key]!r}")
     return value
@@ -254,10 +260,7 @@ def _constants(options: "dict[str, str]") -> "dict[str, float | int]":
     found: "dict[str, float | int]" = {}
     for option, (field, kind) in CONSTANTS.items():
         if option in options:
-            try:
-                found[field] = kind(options[option])
-            except ValueError:
-                raise ValueError(f"mcts agent option {option}={options[option]!r} is not a number") from None
+            found[field] = _parsed(options, option, kind)
     return found
 
 
@@ -286,7 +289,9 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
     if set(options) & HYBRID:  # an MCTS-minimax hybrid (stapel_rl.eval.hybrid)
         if "ab_depth" not in options:
             raise ValueError("mcts agent spec: ab_weight= and ab_eval= go with ab_depth=N (the leaves' search depth)")
-        depth, weight = _number(options, "ab_depth", int), _number(options, "ab_weight", float)
+        # The weight's range, [0, 1], is the evaluator's to check.
+        depth = _number(options, "ab_depth", int)
+        weight = _parsed(options, "ab_weight", float) if "ab_weight" in options else None
         try:
             evaluator = BlendedEvaluator(
                 evaluator, depth or 0, 0.5 if weight is None else weight, options.get("ab_eval", EVALS[0])

@@ -122,7 +122,7 @@ def test_agent_spec_options():
     "option, message",
     [
         ("batch=0", "batch must be positive"),
-        ("batch=two", "batch='two' is not a number"),
+        ("batch=two", "batch='two' is not a whole number"),
         ("solver=maybe", "unknown mcts agent option"),
         ("reuse=yes", "unknown mcts agent option"),
         ("leaves=4", "unknown mcts agent option"),

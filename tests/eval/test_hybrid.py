@@ -50,11 +50,14 @@ def test_hybrid_agent_specs():
     state = middlegames("I", 1)
     assert state.legal_action_mask[0, agent(state, np.random.default_rng(0))[0]]
     assert make_agent("mcts:variant_II:sims=2:ab_depth=2:ab_eval=nnue").evaluator.weight == 0.5
+    assert make_agent("mcts:variant_I:sims=2:ab_depth=1:ab_weight=0").evaluator.weight == 0.0  # in [0, 1]
     for bad, message in [
         ("ab_weight=0.5", "go with ab_depth=N"),
         ("ab_depth=1:ab_weight=2", r"weight must be in \[0, 1\]"),
         ("ab_depth=1:ab_eval=deep", "evaluation network 'deep' does not exist"),
         ("ab_depth=1:ab_eval=", "must be hand, nnue or a network file's path"),
+        ("ab_depth=1:ab_weight=nan", r"weight must be in \[0, 1\], got nan"),
+        ("ab_depth=1:ab_weight=x", "ab_weight='x' is not a number"),
         ("ab_depth=0", "ab_depth"),
     ]:
         with pytest.raises(ValueError, match=message):

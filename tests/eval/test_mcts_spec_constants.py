@@ -33,7 +33,7 @@ def test_each_constant_is_set_by_the_spec():
         ("c_visit=-5", "c_visit must be at least 0 and finite, got -5.0"),
         ("c_scale=nan", "c_scale must be positive and finite, got nan"),
         ("considered=0", "max_considered must be at least 1, got 0 (option considered=)"),
-        ("considered=2.5", "mcts agent option considered='2.5' is not a number"),
+        ("considered=2.5", "mcts agent option considered='2.5' is not a whole number"),
         ("c_puct=big", "mcts agent option c_puct='big' is not a number"),
         ("cscale=0.1", "unknown mcts agent option(s) ['cscale']"),
     ],

@@ -148,7 +148,7 @@ def test_agent_spec_time_option():
         ("time=inf", "time must be positive and finite"),
         ("time=soon", "time='soon' is not a number"),
         ("sims=0", "sims must be positive"),
-        ("sims=1.5", "sims='1.5' is not a number"),
+        ("sims=1.5", "sims='1.5' is not a whole number"),
         ("seconds=1", "unknown mcts agent option"),
     ],
 )

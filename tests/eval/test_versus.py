@@ -112,6 +112,8 @@ def test_multi_leaps_of_both_sides():
 def test_bad_input_names_what_is_allowed_and_changes_nothing():
     with pytest.raises(ValueError, match=r"unknown agent 'nobody'.*expected one of.*greedy"):
         VersusAgent(StapelEnv("I"), opponent="nobody")
+    with pytest.raises(ValueError, match="agent spec 'random' takes no options, got 'random:3'"):
+        VersusAgent(StapelEnv("I"), opponent="random:3")
     with pytest.raises(ValueError, match=r"colour must be one of \[0, 1, 'white', 'black', 'random'\]"):
         VersusAgent(StapelEnv("I"), colour="green")
     with pytest.raises(ValueError, match="colour must be one of"):
