@@ -84,6 +84,8 @@ def main(argv: "list[str] | None" = None) -> int:
             parser.error(f"--checkpoints {directory!r} is not a directory")
     if args.max_games < 1:
         parser.error("--max-games must be at least 1")
+    if not 0 <= args.port <= 65535:  # uvicorn's own refusal is a traceback
+        parser.error(f"--port must be 0 (any free port) to 65535, got {args.port}")
     try:
         import uvicorn
 

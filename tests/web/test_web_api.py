@@ -350,6 +350,11 @@ def test_serve_prints_the_url_and_binds_localhost(monkeypatch, capsys):
     with pytest.raises(SystemExit) as stop:
         serve.main(["--checkpoints", "/nonexistent/dir"])
     assert stop.value.code == 2
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as stop:
+        serve.main(["--port", "99999"])
+    assert stop.value.code == 2 and "--port must be 0 (any free port) to 65535, got 99999" in capsys.readouterr().err
+    assert len(calls) == 1  # no server was started for either
 
 
 def test_page_and_static_files_are_served(client):
