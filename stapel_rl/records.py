@@ -85,8 +85,15 @@ def load_jsonl(path: "str | os.PathLike") -> "list[dict]":
 
 def start_jsonl(path: "str | os.PathLike") -> "list[dict]":
     """Open a record for resuming: its whole records, with a torn last line dropped from the file too
-    (atomically, so a kill now loses nothing), so that the next append starts a line of its own."""
+    (atomically, so a kill now loses nothing), so that the next append starts a line of its own.
+
+    The file (and its folder) is created now: a path that cannot be written fails here, before the
+    first game, not at its end (``OSError``; a folder's path, ``ValueError``)."""
     path = pathlib.Path(path)
+    if path.is_dir():
+        raise ValueError(f"record {str(path)!r} is a folder: name a file in it, such as {str(path / 'match.jsonl')!r}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.open("a").close()
     records = load_jsonl(path)
     raw = path.read_text() if path.is_file() else ""
     if raw and (not raw.endswith("\n") or len(raw.splitlines()) != len(records)):

@@ -180,7 +180,9 @@ _RESUME_OPTIONS = {
 
 
 def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
-    """Refuse to mix games of a different tournament into an existing folder."""
+    """Refuse to mix games of a different tournament into an existing folder (or a file's path for one)."""
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"--out {str(out)!r} is a file: name a folder for the tournament's games and ratings")
     saved = out / "tournament.json"
     mine = _config_dict(config)
     if saved.is_file():
@@ -202,8 +204,11 @@ def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
                 f"{foreign[0]['black']}, ...) from openings it does not play: they come from other --pairs or "
                 "players, or from a version of the code with other random openings; use another --out"
             )
-    out.mkdir(parents=True, exist_ok=True)
-    saved.write_text(json.dumps(mine, indent=2))
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        saved.write_text(json.dumps(mine, indent=2))
+    except OSError as error:  # before any game is played
+        raise ValueError(f"--out {str(out)!r}: {error.strerror or error}") from None
 
 
 if __name__ == "__main__":

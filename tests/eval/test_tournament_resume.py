@@ -86,3 +86,10 @@ def test_a_tournament_of_no_pairs_is_refused(tmp_path, capsys):
     assert "--pairs must be at least 1, got 0" in capsys.readouterr().err and not (tmp_path / "t").exists()
     with pytest.raises(ValueError, match="at least 1 pair, got pairs=-1"):
         TournamentConfig(["greedy", "random"], VARIANT_I, pairs=-1)
+
+
+def test_a_file_as_the_tournaments_folder_is_refused_before_any_game(tmp_path, capsys):
+    (tmp_path / "taken").write_text("not a folder")
+    assert cli.main(["greedy", "random", "--pairs", "1", "--out", str(tmp_path / "taken")]) == 2
+    assert "is a file: name a folder for the tournament's games" in capsys.readouterr().err
+    assert (tmp_path / "taken").read_text() == "not a folder"
