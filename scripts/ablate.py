@@ -27,7 +27,7 @@ import re
 import subprocess
 import sys
 
-from stapel_rl.cli.options import check_counts
+from stapel_rl.cli.options import check_counts, check_out_folder
 from stapel_rl.models.checkpoint import list_checkpoints, load
 from stapel_rl.records import atomic_write_bytes
 
@@ -234,12 +234,13 @@ def main(argv: "list[str] | None" = None) -> int:
     if not 0 < args.minutes < float("inf"):  # 0 would be train.hours=0: no limit at all
         print(f"error: --minutes must be a positive number, got {args.minutes}", file=sys.stderr)
         return 2
+    out = pathlib.Path(args.out or f"runs/ablate_{args.variant}")
     try:
         check_counts(args, "games", "sims", "jobs")
+        check_out_folder(out)
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
-    out = pathlib.Path(args.out or f"runs/ablate_{args.variant}")
     out.mkdir(parents=True, exist_ok=True)
     record = out / "ablations.json"
     results = {row: upgrade(r) for row, r in json.loads(record.read_text()).items()} if record.is_file() else {}

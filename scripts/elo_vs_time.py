@@ -31,7 +31,7 @@ import sys
 from learning_curve import draw_curve
 from tqdm import tqdm
 
-from stapel_rl.cli.options import check_counts
+from stapel_rl.cli.options import check_counts, check_out_folder
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.ratings import games_between, rate_games
@@ -116,6 +116,7 @@ def main(argv: "list[str] | None" = None) -> int:
         if sorted(args.times) != args.times or len(set(args.times)) != len(args.times) or args.times[0] <= 0:
             raise ValueError(f"--times must be positive and increasing, got {args.times}")
         check_counts(args, "reach", "pairs")
+        check_out_folder(out)
         for family in families:
             if timed_spec(family, 1.0) == family:
                 raise ValueError(f"{family!r} does not take a thinking time here (or sets time= itself)")

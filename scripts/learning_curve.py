@@ -39,7 +39,7 @@ from typing import TYPE_CHECKING
 
 from tqdm import tqdm
 
-from stapel_rl.cli.options import check_counts
+from stapel_rl.cli.options import check_counts, check_out_folder
 from stapel_rl.env import get_variant
 from stapel_rl.eval.ratings import games_between, rate_games
 from stapel_rl.eval.tournament import TournamentConfig, run
@@ -232,6 +232,7 @@ def main(argv: "list[str] | None" = None) -> int:
         if args.time is not None and not args.time > 0:
             raise ValueError(f"--time must be a positive number of seconds, got {args.time}")
         check_counts(args, "cores", "pairs", "every")
+        check_out_folder(out)
         if args.max_hours is not None and not args.max_hours > 0:
             raise ValueError(f"--max-hours must be a positive number of hours, got {args.max_hours}")
         until = float("inf") if args.max_hours is None else args.max_hours / args.cores  # wall-clock hours

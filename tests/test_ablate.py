@@ -100,3 +100,14 @@ def test_an_unknown_opponent_row_is_refused(tmp_path, capsys):
 def test_a_budget_the_rows_cannot_use_is_refused(tmp_path, capsys, flag, value, message):
     assert load_script("ablate").main([flag, value, "--out", str(tmp_path / "out")]) == 2
     assert message in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+def test_a_file_as_the_results_folder_is_refused(tmp_path, capsys):
+    (tmp_path / "taken").write_text("")
+    for script, argv in [
+        ("ablate", []),
+        ("learning_curve", [str(tmp_path)]),
+        ("elo_vs_time", ["--families", "classical"]),
+    ]:
+        assert load_script(script).main([*argv, "--out", str(tmp_path / "taken")]) == 2
+        assert f"--out '{tmp_path / 'taken'}' is a file: name a folder for the results" in capsys.readouterr().err

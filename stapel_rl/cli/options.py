@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import pathlib
 
 from stapel_rl.eval.openings import SOURCES
 
@@ -38,6 +39,12 @@ def check_match_options(args: argparse.Namespace) -> None:
     seconds = getattr(args, "time", None)
     if seconds is not None and not (seconds > 0 and math.isfinite(seconds)):
         raise ValueError(f"--time must be a positive, finite number of seconds, got {seconds:g}")
+
+
+def check_out_folder(out: "str | pathlib.Path", flag: str = "--out") -> None:
+    """Raise ``ValueError`` if ``out``, a folder for results, is the path of a file."""
+    if pathlib.Path(out).exists() and not pathlib.Path(out).is_dir():
+        raise ValueError(f"{flag} {str(out)!r} is a file: name a folder for the results")
 
 
 def check_counts(args: argparse.Namespace, *names: str) -> None:

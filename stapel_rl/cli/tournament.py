@@ -22,7 +22,7 @@ from matplotlib.figure import Figure  # no pyplot: a file needs no display backe
 from tqdm import tqdm
 
 from stapel_rl._malloc import tune_malloc
-from stapel_rl.cli.options import add_match_options, check_counts, check_match_options
+from stapel_rl.cli.options import add_match_options, check_counts, check_match_options, check_out_folder
 from stapel_rl.env import get_variant
 from stapel_rl.eval.arena import timed_spec
 from stapel_rl.eval.pdn import write_game
@@ -181,8 +181,7 @@ _RESUME_OPTIONS = {
 
 def _check_resume(out: pathlib.Path, config: TournamentConfig) -> None:
     """Refuse to mix games of a different tournament into an existing folder (or a file's path for one)."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(f"--out {str(out)!r} is a file: name a folder for the tournament's games and ratings")
+    check_out_folder(out)
     saved = out / "tournament.json"
     mine = _config_dict(config)
     if saved.is_file():

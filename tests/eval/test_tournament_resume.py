@@ -91,5 +91,5 @@ def test_a_tournament_of_no_pairs_is_refused(tmp_path, capsys):
 def test_a_file_as_the_tournaments_folder_is_refused_before_any_game(tmp_path, capsys):
     (tmp_path / "taken").write_text("not a folder")
     assert cli.main(["greedy", "random", "--pairs", "1", "--out", str(tmp_path / "taken")]) == 2
-    assert "is a file: name a folder for the tournament's games" in capsys.readouterr().err
+    assert "is a file: name a folder for the results" in capsys.readouterr().err
     assert (tmp_path / "taken").read_text() == "not a folder"
