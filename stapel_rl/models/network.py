@@ -79,6 +79,11 @@ class NetworkConfig:
     inputs: str = "base"
 
     def __post_init__(self):
+        if self.blocks < 0 or min(self.channels, self.policy_channels, self.value_hidden) < 1:
+            raise ValueError(
+                "blocks must be at least 0, and channels, policy_channels and value_hidden at least 1, got "
+                f"{self.blocks}, {self.channels}, {self.policy_channels} and {self.value_hidden}"
+            )
         if self.layout not in LAYOUTS:
             raise ValueError(f"layout must be one of {sorted(LAYOUTS)}, got {self.layout!r}")
         if self.policy_head not in POLICY_HEADS:

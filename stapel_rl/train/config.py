@@ -22,17 +22,25 @@ from __future__ import annotations
 import dataclasses
 import math
 
+import torch
 from hydra.core.config_store import ConfigStore
 
+from stapel_rl.env import get_variant
+from stapel_rl.models.fused import PRECISIONS
 from stapel_rl.models.network import PRESETS, NetworkConfig
 from stapel_rl.train.selfplay import SelfPlayConfig
-from stapel_rl.train.trainer import OptimConfig
+from stapel_rl.train.trainer import LR_SCHEDULES, TRAIN_PRECISIONS, OptimConfig
 
 
 @dataclasses.dataclass
 class VariantConfig:
     name: str = "I"  # "I" (blocked side loses) or "II" (back-row points decide)
     ply_cap: int = 600  # full moves after which a game is truncated (counts as a draw in training)
+
+    def __post_init__(self) -> None:
+        get_variant(self.name)  # an unknown name is refused, naming the variants
+        if self.ply_cap < 1:
+            raise ValueError(f"variant.ply_cap must be at least 1, got {self.ply_cap}")
 
 
 @dataclasses.dataclass
@@ -100,6 +108,10 @@ class TrainConfig(OptimConfig):
             raise ValueError(f"train.lr must be a finite number >= 0, got {self.lr}")
         if not 0.0 <= self.value_mix <= 1.0:
             raise ValueError(f"train.value_mix must be in [0, 1], got {self.value_mix}")
+        choices = {"inference_precision": PRECISIONS, "train_precision": TRAIN_PRECISIONS, "lr_schedule": LR_SCHEDULES}
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ValueError(f"train.{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
         if self.min_replay > self.replay_capacity:
             raise ValueError(
                 f"train.min_replay ({self.min_replay}) is more than train.replay_capacity ({self.replay_capacity}): "
@@ -206,6 +218,13 @@ class Config:
     init_weights: str | None = None  # a new run's network starts from this checkpoint's (a run's checkpoint, an
     # agent file, or variant_I / variant_II); optimiser, replay buffer, counters and schedule start anew
     # (fine-tuning, a longer training in stretches); a run that resumes ignores it
+
+    def __post_init__(self) -> None:
+        if self.device != "auto":
+            try:
+                torch.device(self.device)
+            except RuntimeError:
+                raise ValueError(f"device must be cpu, cuda, cuda:N or auto, got {self.device!r}") from None
 
 
 def register() -> None:

@@ -43,6 +43,16 @@ class SelfPlayConfig(SearchConfig):
     full_search_prob: float = 0.25
     reuse_tree: bool = True
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.temperature_plies < 0 or self.fast_simulations < 0:
+            raise ValueError(
+                "temperature_plies and fast_simulations (0: off) must be at least 0, got "
+                f"{self.temperature_plies} and {self.fast_simulations}"
+            )
+        if not 0.0 <= self.full_search_prob <= 1.0:
+            raise ValueError(f"full_search_prob must be in [0, 1], got {self.full_search_prob}")
+
 
 @dataclasses.dataclass
 class GameRecord:

@@ -48,6 +48,8 @@ class OptimConfig:
 
 #: The values of ``OptimConfig.lr_schedule``.
 LR_SCHEDULES = ("constant", "cosine", "cosine_hours")
+#: The values of ``OptimConfig.train_precision``.
+TRAIN_PRECISIONS = ("auto", "fp32", "bf16")
 
 
 def lr_factor(step: int, config: OptimConfig, run_fraction: "float | None" = None) -> float:
@@ -70,7 +72,7 @@ def lr_factor(step: int, config: OptimConfig, run_fraction: "float | None" = Non
 def training_precision(precision: str, device: torch.device) -> str:
     """ "fp32" or "bf16" for training on ``device`` ("auto": bf16 where native). No fp16: it would need
     loss scaling, and bf16 keeps fp32's exponent range."""
-    if precision not in ("auto", "fp32", "bf16"):
+    if precision not in TRAIN_PRECISIONS:
         raise ValueError(f"training precision must be 'auto', 'fp32' or 'bf16', got {precision!r}")
     if precision == "auto":
         return "bf16" if bf16_native(torch.device(device)) else "fp32"

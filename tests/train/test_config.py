@@ -112,6 +112,15 @@ def test_the_search_constants_are_checked_where_the_config_is_read():
         ("train.lr=-1e-3", "train.lr must be a finite number >= 0, got -0.001"),
         ("train.keep_checkpoints=0", "train.keep_checkpoints must be at least 1, got 0"),
         ("train.eval_every_minutes=nan", "train.eval_every_minutes must be 0"),
+        ("train.inference_precision=fp8", "train.inference_precision must be one of auto, fp32, bf16, fp16, onnx"),
+        ("train.train_precision=fp16", "train.train_precision must be one of auto, fp32, bf16, got 'fp16'"),
+        ("train.lr_schedule=linear", "train.lr_schedule must be one of constant, cosine, cosine_hours"),
+        ("mcts.temperature_plies=-3", r"temperature_plies and fast_simulations \(0: off\) must be at least 0"),
+        ("mcts.full_search_prob=2", r"full_search_prob must be in \[0, 1\], got 2.0"),
+        ("model.channels=0", "channels, policy_channels and value_hidden at least 1"),
+        ("variant.ply_cap=0", "variant.ply_cap must be at least 1, got 0"),
+        ("variant.name=III", "unknown variant 'III'"),
+        ("device=tpu", "device must be cpu, cuda, cuda:N or auto, got 'tpu'"),
     ],
 )
 def test_a_train_value_the_run_cannot_use_is_refused_by_name(override, message):
