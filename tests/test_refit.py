@@ -59,7 +59,7 @@ def test_other_settings_train_another_network(run, tmp_path, capsys):
         (["--generation", "3"], "--generation must be one of the run's 1..2, got 3"),
         (["--generation", "1", "--width", "64"], "--width and --hidden shape a new network: give --scratch too"),
         (["--generation", "1", "--epochs", "0"], "minimax.epochs must be at least 1, got 0"),
-        (["--generation", "1", "--value-mix", "1.5"], r"minimax.value_mix in \[0, 1\]"),
+        (["--generation", "1", "--value-mix", "1.5"], "minimax.epsilon and minimax.value_mix in [0, 1]"),
     ],
 )
 def test_bad_arguments_are_refused(run, args, message, capsys):
