@@ -31,7 +31,7 @@ from stapel_rl.classical import nnue
 from stapel_rl.env import get_variant
 from stapel_rl.records import code_version
 from stapel_rl.train.config import MinimaxConfig
-from stapel_rl.train.minimax import STATE_FILE, check, load_net, positions_of, train
+from stapel_rl.train.minimax import STATE_FILE, load_net, positions_of, train
 
 #: Fit settings that may be changed (``MinimaxConfig`` fields).
 SETTINGS = ("lr", "epochs", "patience", "batch_size", "window", "value_mix", "width", "hidden")
@@ -84,8 +84,8 @@ def main(argv: "list[str] | None" = None) -> int:
         changes = {name: getattr(args, name) for name in SETTINGS if getattr(args, name) is not None}
         if not args.scratch and {"width", "hidden"} & set(changes):
             raise ValueError("--width and --hidden shape a new network: give --scratch too")
+        # the settings given are checked in the loop's own ranges (minimax.NAME is --NAME here)
         m = dataclasses.replace(MinimaxConfig(**state["config"]["minimax"]), **changes)
-        check(m)  # the settings given, in the loop's own ranges (minimax.NAME is --NAME here)
         from_file = None if args.scratch else parent(run, state, g)
         if from_file is None and state["scale_k"] is None:
             raise ValueError("the run has no scale k yet (no generation trained): nothing to refit against")

@@ -199,6 +199,31 @@ class MinimaxConfig:
     jobs: int = 2  # processes of one core each that play the self-play games, gate and panel pairs (the
     # positions a generation plays do not depend on it; timed matches do, as any timed game does)
 
+    def __post_init__(self) -> None:
+        """A value the loop cannot use is refused here, before any game: the first one out of its range."""
+        if self.start not in MINIMAX_STARTS and not self.start.endswith(".npz"):
+            raise ValueError(
+                f"minimax.start must be one of {', '.join(MINIMAX_STARTS)} or a network .npz, got {self.start!r}"
+            )
+        positive = ("generations", "games", "nodes", "window", "holdout", "width", "hidden", "epochs", "patience")
+        for name in (*positive, "batch_size", "gate_max_pairs", "gate_batch_pairs", "threads", "jobs"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"minimax.{name} must be at least 1, got {getattr(self, name)}")
+        if self.holdout < 2:
+            raise ValueError(
+                f"minimax.holdout must be at least 2 (every holdout-th game validates), got {self.holdout}"
+            )
+        if not 0 <= self.jitter < 1 or not 0 <= self.epsilon <= 1 or not 0 <= self.value_mix <= 1:
+            raise ValueError("minimax.jitter must be in [0, 1), minimax.epsilon and minimax.value_mix in [0, 1]")
+        if self.match_nodes < 0 or (self.match_nodes == 0 and self.match_time <= 0):
+            raise ValueError("minimax.match_time must be > 0 seconds (or minimax.match_nodes > 0)")
+        if self.zero_scale <= 0 or self.lr <= 0 or self.panel_pairs < 0:
+            raise ValueError("minimax.zero_scale and minimax.lr must be > 0, minimax.panel_pairs >= 0")
+
+
+#: ``minimax.start``'s named starting points (besides a network file).
+MINIMAX_STARTS = ("hand_written", "zero", "nnue")
+
 
 @dataclasses.dataclass
 class Config:

@@ -121,6 +121,8 @@ def test_the_search_constants_are_checked_where_the_config_is_read():
         ("variant.ply_cap=0", "variant.ply_cap must be at least 1, got 0"),
         ("variant.name=III", "unknown variant 'III'"),
         ("device=tpu", "device must be cpu, cuda, cuda:N or auto, got 'tpu'"),
+        ("minimax.holdout=1", "minimax.holdout must be at least 2"),
+        ("minimax.start=scratch", "minimax.start must be one of hand_written, zero, nnue or a network .npz"),
     ],
 )
 def test_a_train_value_the_run_cannot_use_is_refused_by_name(override, message):
