@@ -32,7 +32,7 @@ from stapel_rl.env.variants import Variant
 from stapel_rl.eval.agents import Agent, check_variant, make_agent
 from stapel_rl.eval.arena import play_match
 from stapel_rl.eval.openings import opening_fens
-from stapel_rl.records import append_jsonl, start_jsonl
+from stapel_rl.records import append_jsonl, code_version, start_jsonl
 
 _CHECKPOINT_STEP = re.compile(r"ckpt_(\d+)\.pt$")
 
@@ -207,8 +207,10 @@ def run(
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "games.jsonl"
     games = start_jsonl(path)
+    version = code_version()  # each game says which code played it (a folder's games may span commits)
 
     def append(entry: dict) -> None:
+        entry = {**entry, "code_version": version}
         games.append(entry)
         append_jsonl(path, entry)
         if progress is not None:

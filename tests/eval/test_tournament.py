@@ -13,7 +13,7 @@ from stapel_rl.env.sampling import random_legal_actions
 from stapel_rl.eval import arena
 from stapel_rl.eval.pdn import read_games, write_game
 from stapel_rl.eval.tournament import TournamentConfig, jobs, play_job, run
-from stapel_rl.records import load_jsonl
+from stapel_rl.records import code_version, load_jsonl
 
 
 def random_game(variant, seed):
@@ -61,6 +61,7 @@ def test_killed_tournament_resumes_without_replaying(tmp_path):
     keys = {(g["white"], g["black"], g["opening"]) for g in again}
     assert len(keys) == 6  # every (colour, opening) game exactly once
     assert {g["pair"] for g in again} == {"0:0", "0:1", "0:2"}
+    assert {g["code_version"] for g in again} == {code_version()}  # which code played each game
 
 
 def test_tournament_command_writes_ratings(tmp_path):
