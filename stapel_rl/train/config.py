@@ -160,6 +160,10 @@ class DistributedConfig:
     connect_timeout_s: float = 10.0  # seconds to reach a cluster's address before giving up with an error
 
 
+#: ``minimax.start``'s named starting points (besides a network file).
+MINIMAX_STARTS = ("hand_written", "zero", "nnue")
+
+
 @dataclasses.dataclass
 class MinimaxConfig:
     """The minimax generation loop (``stapel-train loop=minimax``, ``stapel_rl.train.minimax``): the classical
@@ -219,10 +223,6 @@ class MinimaxConfig:
             raise ValueError("minimax.match_time must be > 0 seconds (or minimax.match_nodes > 0)")
         if self.zero_scale <= 0 or self.lr <= 0 or self.panel_pairs < 0:
             raise ValueError("minimax.zero_scale and minimax.lr must be > 0, minimax.panel_pairs >= 0")
-
-
-#: ``minimax.start``'s named starting points (besides a network file).
-MINIMAX_STARTS = ("hand_written", "zero", "nnue")
 
 
 @dataclasses.dataclass
