@@ -1,9 +1,7 @@
 """Batched MCTS throughput, the network's speed, and how much of a search the network takes.
 
 1. Simulations/s with the uniform evaluator (rules only, no network) for
-   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel (Gumbel
-   interleaved with its in-tree choice in numpy instead of compiled: medians
-   and their ratio).
+   B in {64, 512} games and {32, 128} simulations, PUCT and Gumbel.
    All searches play forced actions on through as self-play's do, at most
    ``--forced-rounds`` per node (``mcts.forced_rounds``). Each search
    runs from mid-game positions (20 random plies) and reuses the previous
@@ -48,7 +46,7 @@ from stapel_rl.env import State, take
 from stapel_rl.env.sampling import random_positions
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.network_agents import MCTSAgent
-from stapel_rl.mcts import SearchConfig, gumbel, search
+from stapel_rl.mcts import SearchConfig, search
 from stapel_rl.models import PRESETS, NetworkEvaluator, PolicyValueNet, UniformEvaluator
 from stapel_rl.models.evaluator import Evaluator
 from stapel_rl.models.fused import bf16_native, resolve_precision
@@ -66,22 +64,6 @@ def sims_per_second(state: State, evaluator: Evaluator, config: SearchConfig, re
     for _ in range(repeats):
         out = search(state, evaluator, config, rng, buffer=out.tree)
     return repeats * state.batch_size * config.num_simulations / (time.perf_counter() - start)
-
-
-def interior_choice_rates(state: State, config: SearchConfig, repeats: int) -> "tuple[float, float]":
-    """Median simulations/s (uniform evaluator) of Gumbel with its compiled in-tree choice and with its numpy
-    form (``Interior.choose_numpy``), the two interleaved (A B B A ...) in one process."""
-    compiled = gumbel.Interior.choose
-    rates: "dict[str, list[float]]" = {"compiled": [], "numpy": []}
-    forms = {"compiled": compiled, "numpy": gumbel.Interior.choose_numpy}
-    try:
-        for repeat in range(2 * repeats):
-            name = ("compiled", "numpy")[(repeat + repeat // 2) % 2]
-            gumbel.Interior.choose = forms[name]  # type: ignore[method-assign]
-            rates[name].append(sims_per_second(state, UniformEvaluator(), config, 1))
-    finally:
-        gumbel.Interior.choose = compiled  # type: ignore[method-assign]
-    return float(np.median(rates["compiled"])), float(np.median(rates["numpy"]))
 
 
 def cpu_description() -> str:
@@ -218,18 +200,14 @@ def main() -> None:
 
     rounds = None if args.forced_rounds < 0 else args.forced_rounds
     print(f"\n1. uniform evaluator (rules only), simulations/s, forced rounds {rounds}")
-    print(f"{'algorithm':>9} {'B':>5} {'sims':>5} {'sims/s':>10}   Gumbel's in-tree choice in numpy: sims/s, ratio")
+    print(f"{'algorithm':>9} {'B':>5} {'sims':>5} {'sims/s':>10}")
     for algorithm in ("puct", "gumbel"):
         for batch in (64, 512):
             state = midgame(batch, 20, rng)
             for sims in (32, 128):
                 config = SearchConfig(sims, algorithm, forced_rounds=rounds)
-                if algorithm == "gumbel":
-                    rate, numpy_rate = interior_choice_rates(state, config, repeats)
-                    extra = f"   {numpy_rate:>10,.0f} {rate / numpy_rate:>5.2f}x"
-                else:
-                    rate, extra = sims_per_second(state, UniformEvaluator(), config, repeats), ""
-                print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}{extra}", flush=True)
+                rate = sims_per_second(state, UniformEvaluator(), config, repeats)
+                print(f"{algorithm:>9} {batch:>5} {sims:>5} {rate:>10,.0f}", flush=True)
 
     print(f"\n2. network '{args.model}' alone, batch {args.net_batch}")
     state = midgame(args.net_batch, 20, rng)

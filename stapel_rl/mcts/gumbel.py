@@ -8,12 +8,13 @@ which is also the training target. The policy improves even with a handful
 of simulations.
 
 Selection runs at every simulation, so it is written for speed (``Interior``
-here, ``halving.Root`` at the roots). The root choices compute the very same
-float32 numbers as the plain formulas (the paper's, kept in tests/mcts/test_reference_formulas.py
-as the reference). Inside the tree only the visited children and the best
-unvisited one are scored, and sums over the visited children run in another
-order, so in-tree choices agree with the formulas up to near-ties (within
-1e-6 of the best score) and the final policy within float32 rounding.
+here, compiled in ``interior_compiled``; ``halving.Root`` at the roots). The
+root choices compute the very same float32 numbers as the plain formulas (the
+paper's, kept in tests/mcts/test_reference_formulas.py as the reference).
+Inside the tree only the visited children and the best unvisited one are
+scored, and sums over the visited children run in another order, so in-tree
+choices agree with the formulas up to near-ties (within 1e-6 of the best
+score) and the final policy within float32 rounding.
 """
 
 from __future__ import annotations
@@ -25,12 +26,10 @@ import numpy as np
 
 from stapel_rl.mcts import halving, interior_compiled
 from stapel_rl.mcts.config import SearchConfig
-from stapel_rl.mcts.numpy_rounding import exp32, log32
 from stapel_rl.mcts.qtransforms import (
     NEG_INF,
     POS_INF,
     SPAN_FLOOR,
-    TINY_PRIOR,
     log_prior,
     mixed_value,
     sigma_coefficient,
@@ -65,34 +64,6 @@ def visited_children(tree: Tree, node: np.ndarray) -> "tuple[np.ndarray, np.ndar
     row_of_parent = row_of[slots + tree.parents.reshape(-1)]
     child = (row_of_parent >= 0).nonzero()[0]
     return row_of_parent[child].astype(np.int64), tree.action_from_parent.reshape(-1)[child].astype(np.int64), child
-
-
-def unvisited_best(
-    tree: Tree, node: np.ndarray, children: "tuple[np.ndarray, np.ndarray] | None" = None
-) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
-    """At distinct expanded nodes ``node`` (flat): the first unvisited legal child of highest prior
-    ``int64 [G]``, its prior and all unvisited children's total prior (``float32 [G]``).
-
-    Where every unvisited legal prior underflowed to 0 the child is the first unvisited legal one;
-    where none is left, any (``select_interior`` ignores it). ``children``: the rows and actions
-    ``visited_children`` gives for ``node``, if known.
-    """
-    g, a = node.size, tree.children_prior.shape[2]
-    rows, actions = visited_children(tree, node)[:2] if children is None else children
-    prior = tree.children_prior.reshape(-1, a)[node]  # a copy: the visited ones are zeroed
-    prior.ravel()[rows * a + actions] = 0
-    best = prior.argmax(axis=1)
-    best_prior = prior[np.arange(g), best]
-    mass = prior.sum(axis=1)
-    lost = np.flatnonzero((best_prior == 0) & (np.bincount(rows, minlength=g) < tree.num_legal.reshape(-1)[node]))
-    if lost.size:
-        left = tree.legal.reshape(-1, a)[node[lost]]  # a copy: the visited ones are cleared
-        lost_row = np.full(g, -1, np.int64)
-        lost_row[lost] = np.arange(lost.size)
-        on_lost = np.flatnonzero(lost_row[rows] >= 0)
-        left.ravel()[lost_row[rows[on_lost]] * a + actions[on_lost]] = False
-        best[lost] = left.argmax(axis=1)
-    return best, best_prior, mass
 
 
 @dataclasses.dataclass
@@ -133,12 +104,10 @@ class _Visited:
         node: np.ndarray,
         c_visit: float,
         c_scale: float,
-        children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
     ) -> "_Visited":
-        """At distinct expanded nodes ``node`` (flat: game * N + node), whose ``visited_children`` are
-        ``children`` if known."""
+        """At distinct expanded nodes ``node`` (flat: game * N + node)."""
         g, a = node.size, tree.children_prior.shape[2]
-        rows, actions, child = visited_children(tree, node) if children is None else children
+        rows, actions, child = visited_children(tree, node)
         flat = rows * a + actions
         at = node[rows] * a + actions  # the visited children in the tree's [B, N, A] arrays
         q = tree.children_values.ravel()[at]
@@ -194,56 +163,6 @@ def _improved_rows(
     return policy, seen
 
 
-def select_interior(
-    tree: Tree,
-    games: np.ndarray,
-    nodes: np.ndarray,
-    c_visit: float,
-    c_scale: float,
-    unvisited: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
-    children: "tuple[np.ndarray, np.ndarray, np.ndarray] | None" = None,
-) -> np.ndarray:
-    """Deterministic in-tree action ``[G]``: argmax over legal actions of improved policy minus visit share.
-
-    Scores only the visited children and the best unvisited one. The
-    unvisited children share one completed Q, hence one sigma, so among them
-    the improved policy ranks by prior (the first of highest prior is the
-    candidate), and their weight in the softmax is their total prior. This is
-    the full-row formula's argmax up to float32 rounding at near-ties
-    (tests/mcts/test_reference_formulas.py holds the choice within 1e-6 of the formula's best
-    score). ``unvisited`` (what ``unvisited_best`` gives at these nodes) and
-    ``children`` (what ``visited_children`` gives) are computed here unless
-    given: ``Interior`` keeps the first from one simulation to the next.
-    """
-    g, a = games.size, tree.children_prior.shape[2]
-    node = games * tree.capacity + nodes
-    seen = _Visited.of(tree, node, c_visit, c_scale, children)
-    rows, flat = seen.rows, seen.flat
-    if unvisited is None:
-        unvisited = unvisited_best(tree, node, (rows, flat - rows * a))
-    candidate, best_prior, mass = unvisited
-    # log_prior's logits, at the few places needed: priors below 1e-30 count as 1e-30. exp and log
-    # through float64 (numpy_rounding), which the compiled choice (interior_compiled) reproduces.
-    z_visited = log32(np.maximum(seen.prior, TINY_PRIOR)) + seen.sigma(seen.q, rows)
-    has_unvisited = seen.has_unvisited
-    best_prior = np.maximum(best_prior, TINY_PRIOR)
-    unvisited_sigma = seen.sigma(seen.mixed)
-    z_unvisited = np.where(has_unvisited, log32(best_prior) + unvisited_sigma, NEG_INF)
-    top = z_unvisited.copy()
-    np.maximum.at(top, rows, z_visited)
-    e_visited = exp32(z_visited - top[rows])
-    weight = exp32(np.where(has_unvisited, unvisited_sigma - top, NEG_INF)) * np.maximum(mass, best_prior)
-    total = np.bincount(rows, e_visited, minlength=g).astype(np.float32) + weight
-    score_visited = e_visited / total[rows] - seen.visits / seen.node_visits[rows]
-    score_unvisited = exp32(z_unvisited - top) / total  # 0 where none is left
-    best = np.where(has_unvisited, score_unvisited, NEG_INF)
-    np.maximum.at(best, rows, score_visited)
-    choice = np.where(has_unvisited & (score_unvisited >= best), candidate, a)
-    wins = np.flatnonzero(score_visited >= best[rows])
-    np.minimum.at(choice, rows[wins], flat[wins] - rows[wins] * a)
-    return choice
-
-
 @dataclasses.dataclass
 class Interior:
     """The in-tree choice at every node, kept up to date for one search.
@@ -254,18 +173,21 @@ class Interior:
     gives the very actions the next descent would choose, without one call
     per tree level there (numpy's fixed cost per call dominates those).
 
-    A choice also needs the node's best unvisited child and the unvisited
-    children's total prior (``unvisited_best``: a pass over its 200-wide prior
-    row). These change only when a child is first visited, that is expanded,
-    so they are kept per node and recounted only where a child was expanded
-    since (``stale``): about one node per game and simulation, the last on
-    the path, instead of the whole path.
+    A choice scores the node's visited children and its best unvisited child
+    (the first of highest prior: the unvisited children share one completed Q,
+    so the improved policy ranks them by prior), weighing the unvisited ones by
+    their total prior. That child and that total need a pass over the node's
+    200-wide prior row; they change only when a child is first visited, that
+    is expanded, so they are kept per node and recounted only where a child
+    was expanded since (``stale``): about one node per game and simulation,
+    the last on the path, instead of the whole path.
 
     Attributes:
         next_action: ``int64 [B, N]`` the action the descent takes at each node: the one
-            ``select_interior`` gives where there are two or more legal actions (-1 until
+            ``choose`` gives where there are two or more legal actions (-1 until
             this search has computed it), else ``tree.forced`` (the only one, or -2: game over).
-        best: ``int64 [B, N]`` ``unvisited_best``'s child, at nodes where it was counted.
+        best: ``int64 [B, N]`` the best unvisited child, at nodes where it was counted (where every
+            unvisited legal prior underflowed to 0: the first unvisited legal one).
         best_prior: ``float32 [B, N]`` its prior.
         mass: ``float32 [B, N]`` the unvisited children's total prior.
         stale: ``bool [B, N]`` ``best``, ``best_prior`` and ``mass`` are to be recounted.
@@ -280,15 +202,10 @@ class Interior:
     c_scale: float
 
     @classmethod
-    def start(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
-        """The choices at the nodes of a reused subtree (below the roots).
-
-        A node's choice stays what it is now until a simulation passes
-        through it, so all are made in one call here rather than level by
-        level when the descents first reach them.
-        """
+    def empty(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
+        """No choice made yet: every node's unvisited children to be counted when first chosen at."""
         shape = tree.forced.shape
-        interior = cls(
+        return cls(
             tree.forced.astype(np.int64),
             np.zeros(shape, np.int64),
             np.zeros(shape, np.float32),
@@ -297,6 +214,16 @@ class Interior:
             c_visit,
             c_scale,
         )
+
+    @classmethod
+    def start(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
+        """The choices at the nodes of a reused subtree (below the roots).
+
+        A node's choice stays what it is now until a simulation passes
+        through it, so all are made in one call here rather than level by
+        level when the descents first reach them.
+        """
+        interior = cls.empty(tree, c_visit, c_scale)
         games, nodes = np.nonzero((tree.forced == -1) & (np.arange(tree.capacity) < tree.num_nodes[:, None]))
         inner = np.flatnonzero(nodes > 0)
         if inner.size:
@@ -305,7 +232,8 @@ class Interior:
 
     def choose(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
         """Choose (and remember) the action ``[G]`` at distinct ``nodes`` of ``games``, below the roots
-        with two or more legal actions: ``choose_numpy``, compiled (``interior_compiled``)."""
+        with two or more legal actions: argmax over legal actions of the improved policy minus the visit
+        share (compiled: ``interior_compiled.choose``)."""
         return interior_compiled.choose(
             (games * tree.capacity + nodes).astype(np.int64), tree.capacity,
             tree.children_index.reshape(-1), tree.children_prior.reshape(-1), tree.children_values.reshape(-1),
@@ -313,26 +241,6 @@ class Interior:
             tree.legal.reshape(-1), self.best.reshape(-1), self.best_prior.reshape(-1), self.mass.reshape(-1),
             self.stale.reshape(-1), self.next_action.reshape(-1), np.float32(self.c_visit), np.float32(self.c_scale),
         )  # fmt: skip
-
-    def choose_numpy(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> np.ndarray:
-        """``choose`` in numpy (``select_interior``), which the compiled form is tested against."""
-        node = games * tree.capacity + nodes
-        children = visited_children(tree, node)
-        stale = np.flatnonzero(self.stale[games, nodes])
-        if stale.size:
-            rows, actions, _ = children
-            place = np.full(node.size, -1, np.int64)  # a stale node's index among the stale ones
-            place[stale] = np.arange(stale.size)
-            on = np.flatnonzero(place[rows] >= 0)
-            g, n = games[stale], nodes[stale]
-            self.best[g, n], self.best_prior[g, n], self.mass[g, n] = unvisited_best(
-                tree, node[stale], (place[rows[on]], actions[on])
-            )
-            self.stale[g, n] = False
-        unvisited = self.best[games, nodes], self.best_prior[games, nodes], self.mass[games, nodes]
-        action = select_interior(tree, games, nodes, self.c_visit, self.c_scale, unvisited, children)
-        self.next_action[games, nodes] = action
-        return action
 
     def refresh(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> None:
         """Choose again at ``nodes`` of ``games`` (two or more legal actions), whose children changed."""
@@ -351,7 +259,7 @@ class Interior:
         """Next actions at new nodes ``nodes`` of ``games``, whose ``tree.forced`` is ``forced`` ``[G]``,
         the ``live`` ones (indices into them) with children priors ``prior`` ``[L, A]``.
 
-        With no child visited, ``select_interior`` takes the first action of highest prior. The new
+        With no child visited, ``choose`` takes the first action of highest prior. The new
         nodes' unvisited children are counted when first chosen at, their parents' again.
         """
         action = forced.astype(np.int64)

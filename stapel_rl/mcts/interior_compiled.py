@@ -1,14 +1,14 @@
 """Gumbel's in-tree choice (``gumbel.Interior.choose``), compiled (numba).
 
-The numpy form (``gumbel.select_interior`` with ``visited_children`` and
-``unvisited_best``) costs a few dozen calls per choice whatever the number of
-nodes, which a leaf-batching step of one game pays at every level where lanes
-meet (each later lane chooses again after the earlier ones' virtual loss).
-Here each node's choice is a loop over its few children with the very float32
-arithmetic of the numpy form: sums over the visited children in float64 in
-the order of their node index (numpy's ``bincount``), row sums pairwise, and
-``exp``/``log`` through float64 (``numpy_rounding``), so that the two choose
-alike to the last bit (tests/mcts/test_interior_compiled.py).
+Compiled because the choice is made at every level where a step's lanes meet
+(each later lane chooses again after the earlier ones' virtual loss): array
+code would pay a few dozen calls per choice whatever the number of nodes.
+Each node's choice is a loop over its few children in float32: sums over the
+visited children in float64 in the order of their node index, the row of
+unvisited priors summed pairwise, ``exp``/``log`` in float64 rounded once
+(``numpy_rounding``). tests/mcts/test_reference_formulas.py holds every choice
+within 1e-6 of the best score of the plain formulas (the paper's, over the
+whole row) and the counts it keeps equal to a recount.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _children(x, a, children_index, actions, nodes):
     for action in range(a):
         child = children_index[x * a + action]
         if child >= 0:
-            # Insertion by node index: the order numpy's visited_children (a scan of parent links) gives.
+            # Insertion by node index, the order the children were made in: sums do not depend on actions.
             i = count
             while i > 0 and nodes[i - 1] > child:
                 nodes[i], actions[i] = nodes[i - 1], actions[i - 1]
@@ -39,8 +39,9 @@ def _children(x, a, children_index, actions, nodes):
 
 @njit(cache=True, nogil=True)
 def _recount_unvisited(x, a, count, actions, children_prior, num_legal, legal, best, best_prior, mass, row):
-    """``gumbel.unvisited_best`` at flat node ``x``: the first unvisited child of highest prior, its prior and
-    the unvisited children's total prior; ``row`` is scratch of ``a`` float32."""
+    """At flat node ``x``: the first unvisited child of highest prior (where every unvisited legal prior
+    underflowed to 0, the first unvisited legal one), its prior and the unvisited children's total prior;
+    ``row`` is scratch of ``a`` float32."""
     for action in range(a):
         row[action] = children_prior[x * a + action]
     for k in range(count):
@@ -83,7 +84,7 @@ def choose(
         if stale[x]:
             _recount_unvisited(x, a, count, actions, children_prior, num_legal, legal, best, best_prior, mass, row)
             stale[x] = False
-        # _Visited.of: the visited children's completed Q, its range and sigma's coefficient.
+        # The visited children's completed Q (gumbel._Visited.of), its range and sigma's coefficient.
         visits = np.float32(node_visits[x])
         prior_sum, weighted_sum = 0.0, 0.0
         for k in range(count):
@@ -102,7 +103,7 @@ def choose(
             most = max(most, np.float32(node_visits[base + nodes[k]]))
         span = max(high - low, SPAN_FLOOR)
         coef = (c_visit + most) * c_scale
-        # select_interior: improved policy minus visit share, over the visited children and the best unvisited.
+        # Improved policy minus visit share, over the visited children and the best unvisited one.
         unvisited_sigma = coef * ((mixed - low) / span)
         clamped = max(best_prior[x], TINY_PRIOR)
         z_unvisited = log32_scalar(clamped) + unvisited_sigma if has_unvisited else NEG_INF

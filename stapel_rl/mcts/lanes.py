@@ -38,13 +38,11 @@ VIRTUAL_LOSS = np.float32(-1.0)
 class _Step:
     """One step's lanes: their paths, the virtual statistics to undo, the nodes they placed.
 
-    With ``compiled`` the lanes' moves (``take``) and Gumbel's root rounds run in ``lanes_compiled``;
-    the numpy forms here are what the compiled ones are tested against.
+    The lanes' moves (``take``) and Gumbel's root rounds run compiled (``lanes_compiled``): they are made
+    one lane at a time, where array code would pay its fixed cost per call for a handful of lanes.
     """
 
-    def __init__(
-        self, tree: Tree, algorithm: "Algorithm", games: np.ndarray, solve: bool, compiled: bool = True
-    ) -> None:
+    def __init__(self, tree: Tree, algorithm: "Algorithm", games: np.ndarray, solve: bool) -> None:
         self.tree, self.algorithm = tree, algorithm
         self.n, self.a = tree.capacity, tree.children_index.shape[2]
         self.children = tree.children_index.reshape(-1)
@@ -57,85 +55,27 @@ class _Step:
         self.final = np.full(games.size, -1, np.int64)  # each lane's last node, flat
         self.dropped = np.zeros(games.size, bool)
         self.pending = np.zeros(tree.batch_size * tree.capacity, bool)
-        self.undo: "list[tuple[np.ndarray, np.ndarray, np.ndarray]]" = []  # the numpy forms' saves
-        self.saved: "list[list[np.ndarray]]" = []  # the compiled ones': node visits, edge visits, edge values
+        self.saved: "list[list[np.ndarray]]" = []  # what lanes changed: node visits, edge visits, edge values
         self.path_lane: "list[np.ndarray]" = []
         self.path_node: "list[np.ndarray]" = []
         self.path_action: "list[np.ndarray]" = []
         self.placed_games: "list[np.ndarray]" = []
         self.placed_nodes: "list[np.ndarray]" = []
         self.solve = solve and solver.any_proven(tree)
-        self.compiled = compiled
         self.arrays = (
             self.node_visits, self.children, self.edge_visits, self.edge_values, tree.parents,
             tree.action_from_parent, tree.num_nodes, self.pending, self.final, self.dropped, VIRTUAL_LOSS,
         )  # fmt: skip
 
-    def _save(self, array: np.ndarray, index: np.ndarray) -> None:
-        self.undo.append((array, index, array[index]))
-
     def take(self, lanes: np.ndarray, node: np.ndarray, action: np.ndarray) -> "tuple[np.ndarray, np.ndarray]":
         """Lanes ``lanes`` at distinct flat nodes ``node`` take ``action`` (-2: the game is over there).
 
-        Returns the lanes that go on and the nodes they enter.
+        A lane ends at a finished game's node; one whose child was placed in this step collides and is
+        dropped. The others count a visit of their node and one of their edge with a virtual loss; one
+        whose edge is unexpanded places its new node there and ends. Returns the lanes that go on and
+        the nodes they enter.
         """
-        if self.compiled:
-            return self._recorded(lanes_compiled.take_lanes(lanes, node, action, self.n, self.arrays))
-        over = action == -2
-        if over.any():
-            self._visit_nodes(node[over])
-            self.final[lanes[over]] = node[over]
-            lanes, node, action = lanes[~over], node[~over], action[~over]
-        base = node - node % self.n
-        child = self.children[node * self.a + action]
-        collide = (child >= 0) & self.pending[base + np.maximum(child, 0)]
-        if collide.any():
-            self.dropped[lanes[collide]] = True
-            lanes, node, action, child, base = (x[~collide] for x in (lanes, node, action, child, base))
-        self.path_lane.append(lanes)
-        self.path_node.append(node)
-        self.path_action.append(action)
-        self._visit_nodes(node)
-        edge = node * self.a + action
-        self._save(self.edge_visits, edge)
-        self._save(self.edge_values, edge)
-        visits = self.edge_visits[edge]
-        old = self.edge_values[edge]
-        self.edge_values[edge] = old + (VIRTUAL_LOSS - old) / (visits + 1)
-        self.edge_visits[edge] = visits + 1
-        new = child < 0
-        if new.any():
-            self._place(lanes[new], node[new], action[new])
-        go = ~new
-        return lanes[go], base[go] + child[go]
-
-    def _visit_nodes(self, node: np.ndarray) -> None:
-        self._save(self.node_visits, node)
-        self.node_visits[node] += 1
-
-    def _place(self, lanes: np.ndarray, parent: np.ndarray, action: np.ndarray) -> None:
-        """New nodes below flat ``parent`` by ``action``, not yet stepped or evaluated: the lanes end there."""
-        tree = self.tree
-        games = parent // self.n
-        order = np.argsort(games, kind="stable")
-        lanes, parent, action, games = lanes[order], parent[order], action[order], games[order]
-        count = np.bincount(games, minlength=tree.batch_size)
-        start = np.cumsum(count) - count
-        new = (tree.num_nodes[games] + np.arange(games.size) - start[games]).astype(np.int64)
-        if (new >= tree.capacity).any():
-            raise RuntimeError("search tree is full: allocate more nodes than simulations")
-        tree.num_nodes += count.astype(np.int32)
-        local = parent % self.n
-        tree.parents[games, new] = local
-        tree.action_from_parent[games, new] = action
-        tree.children_index[games, local, action] = new
-        flat = games * self.n + new
-        self.pending[flat] = True
-        self._visit_nodes(flat)
-        self.final[lanes] = flat
-        self.algorithm.placed(tree, games, new)
-        self.placed_games.append(games)
-        self.placed_nodes.append(new)
+        return self._recorded(lanes_compiled.take_lanes(lanes, node, action, self.n, self.arrays))
 
     def choose(self, lanes: np.ndarray, node: np.ndarray, first: bool) -> np.ndarray:
         """The actions of lanes at distinct flat nodes below the roots; ``first``: no lane chose there yet."""
@@ -203,8 +143,6 @@ class _Step:
 
     def restore(self) -> None:
         """Put the virtual statistics back (latest first, so that the first saved value wins)."""
-        for array, index, old in reversed(self.undo):
-            array[index] = old
         if self.saved:
             nodes, edges, values = (np.concatenate(x) for x in zip(*self.saved, strict=True))
             lanes_compiled.restore(self.node_visits, self.edge_visits, self.edge_values, nodes, edges, values)
@@ -219,19 +157,17 @@ def simulate(
     skip_forced: bool,
     forced_rounds: "int | None",
     solve: bool,
-    compiled: bool = True,
 ) -> None:
     """One step: ``lanes`` ``[B]`` lanes in each game (0: none), one engine step and one evaluator call for all.
 
     ``start_visits`` ``[B]``: the roots' visits before the search's first
     simulation, from which each game's simulation count (the algorithm's
-    schedule) is read. The lanes' moves and Gumbel's root rounds run compiled
-    (``lanes_compiled``) unless ``compiled`` is False (the numpy forms they are tested against).
+    schedule) is read.
     """
     b, n = tree.batch_size, tree.capacity
     games = np.repeat(np.arange(b), lanes)
-    step = _Step(tree, algorithm, games, solve, compiled)
-    if isinstance(algorithm, Gumbel) and compiled:
+    step = _Step(tree, algorithm, games, solve)
+    if isinstance(algorithm, Gumbel):
         go, node = step.halving_rounds(algorithm, lanes, start_visits)
     else:
         go, node = step.root_rounds(lanes, start_visits)

@@ -6,11 +6,12 @@ after the virtual loss of those before it, then level by level down the
 tree. In numpy each round and each level costs a few dozen calls whatever
 the number of games, which for one game's search (an agent's) is most of the
 step's time besides the network. ``root_rounds`` runs all roots' rounds in
-one call (``halving.Root.select`` and ``update`` and ``lanes._Step.take``
-there) and ``take_lanes`` one level's moves (``lanes._Step.take``), with the
-same arithmetic (float32 as numpy rounds it, its pairwise sums included) in
-the same order, so that the trees and the roots' arrays come out as the numpy
-step leaves them (tests/mcts/test_lanes_compiled.py holds the two equal).
+one call (``halving.Root.select`` and ``update`` and a lane's move there)
+and ``take_lanes`` one level's moves (``lanes._Step.take``). The root rounds
+keep ``halving.Root``'s arithmetic (float32 as numpy rounds it, its pairwise
+sums included) in its order, so that a step of K lanes leaves the roots'
+arrays as K rounds of ``halving.Root`` would (tests/mcts/test_lanes_compiled.py
+holds both, and the lanes' moves, equal to plain numpy statements of them).
 """
 
 from __future__ import annotations

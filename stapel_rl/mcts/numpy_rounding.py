@@ -1,10 +1,11 @@
 """numpy's float32 arithmetic where compiled (numba) code must reproduce it to the last bit.
 
-numpy sums a float32 row pairwise (``pairwise_sum``), and its float32 ``exp``
-and ``log`` are SIMD approximations that numba's cannot match; the search's
-choices that compiled code also makes take both in float64, rounded once to
-float32 (``exp32``, ``log32``: the same numbers in numpy and numba, as each
-calls the C library's float64 functions).
+numpy sums a float32 row pairwise (``pairwise_sum``): Gumbel's root rounds,
+compiled for leaf batching (``lanes_compiled``), keep the sums numpy's
+``halving.Root`` keeps. The compiled in-tree choice takes ``exp`` and ``log``
+in float64, rounded once to float32 (``exp32_scalar``, ``log32_scalar``), so
+that its numbers do not depend on which float32 approximation (SIMD or not)
+the compiler picks.
 """
 
 from __future__ import annotations
@@ -73,25 +74,15 @@ def pairwise_sum(a: np.ndarray, start: int, n: int) -> np.float32:
     return values[0]
 
 
-def exp32(x: np.ndarray) -> np.ndarray:
-    """float32 ``exp`` of float32 ``x``, computed in float64 and rounded once."""
-    return np.exp(x.astype(np.float64)).astype(np.float32)
-
-
-def log32(x: np.ndarray) -> np.ndarray:
-    """float32 ``log`` of float32 ``x``, computed in float64 and rounded once."""
-    return np.log(x.astype(np.float64)).astype(np.float32)
-
-
 @njit(cache=True, nogil=True, inline="always")
 def exp32_scalar(x: np.float32) -> np.float32:
-    """``exp32`` of one number, in compiled code."""
+    """float32 ``exp`` of float32 ``x``, computed in float64 and rounded once."""
     return np.float32(math.exp(np.float64(x)))
 
 
 @njit(cache=True, nogil=True, inline="always")
 def log32_scalar(x: np.float32) -> np.float32:
-    """``log32`` of one number, in compiled code."""
+    """float32 ``log`` of float32 ``x``, computed in float64 and rounded once."""
     return np.float32(math.log(np.float64(x)))
 
 

@@ -1,11 +1,11 @@
 """The compiled parts of leaf batching (mcts/lanes_compiled.py: the lanes' moves, Gumbel's root rounds)
-against their numpy forms (``lanes._Step.take``, ``root_rounds``): the same trees, to the last bit."""
+against plain numpy statements of them (``NumpyStep`` here; the generic ``lanes._Step.root_rounds`` with
+``halving.Root``'s choice): the same trees, to the last bit."""
 
 from __future__ import annotations
 
 import copy
 import dataclasses
-import functools
 
 import numpy as np
 import pytest
@@ -29,15 +29,87 @@ def test_pairwise_sum_rounds_as_numpy_sums():
         assert [pairwise_sum(row, 0, n) for row in rows] == sums.tolist()
 
 
+class NumpyStep(lanes._Step):
+    """``lanes._Step`` with the lanes' moves in numpy, one array operation for all lanes, and Gumbel's
+    root rounds made by the generic ``root_rounds`` (``halving.Root.select`` in turn)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.undo = []  # (array, index, old values) in the order saved
+
+    def _save(self, array, index):
+        self.undo.append((array, index, array[index]))
+
+    def _visit_nodes(self, node):
+        self._save(self.node_visits, node)
+        self.node_visits[node] += 1
+
+    def take(self, lanes_, node, action):
+        over = action == -2
+        if over.any():
+            self._visit_nodes(node[over])
+            self.final[lanes_[over]] = node[over]
+            lanes_, node, action = lanes_[~over], node[~over], action[~over]
+        base = node - node % self.n
+        child = self.children[node * self.a + action]
+        collide = (child >= 0) & self.pending[base + np.maximum(child, 0)]
+        if collide.any():
+            self.dropped[lanes_[collide]] = True
+            lanes_, node, action, child, base = (x[~collide] for x in (lanes_, node, action, child, base))
+        self.path_lane.append(lanes_)
+        self.path_node.append(node)
+        self.path_action.append(action)
+        self._visit_nodes(node)
+        edge = node * self.a + action
+        self._save(self.edge_visits, edge)
+        self._save(self.edge_values, edge)
+        visits, old = self.edge_visits[edge], self.edge_values[edge]
+        self.edge_values[edge] = old + (lanes.VIRTUAL_LOSS - old) / (visits + 1)
+        self.edge_visits[edge] = visits + 1
+        new = child < 0
+        if new.any():
+            self._place(lanes_[new], node[new], action[new])
+        return lanes_[~new], base[~new] + child[~new]
+
+    def _place(self, lanes_, parent, action):
+        """New nodes below flat ``parent`` by ``action``, numbered in each game in the lanes' order."""
+        tree = self.tree
+        games = parent // self.n
+        order = np.argsort(games, kind="stable")
+        lanes_, parent, action, games = lanes_[order], parent[order], action[order], games[order]
+        count = np.bincount(games, minlength=tree.batch_size)
+        new = (tree.num_nodes[games] + np.arange(games.size) - (np.cumsum(count) - count)[games]).astype(np.int64)
+        tree.num_nodes += count.astype(np.int32)
+        local = parent % self.n
+        tree.parents[games, new] = local
+        tree.action_from_parent[games, new] = action
+        tree.children_index[games, local, action] = new
+        flat = games * self.n + new
+        self.pending[flat] = True
+        self._visit_nodes(flat)
+        self.final[lanes_] = flat
+        self.algorithm.placed(tree, games, new)
+        self.placed_games.append(games)
+        self.placed_nodes.append(new)
+
+    def halving_rounds(self, gumbel, lanes_, start_visits):
+        return self.root_rounds(lanes_, start_visits)
+
+    def restore(self):
+        for array, index, old in reversed(self.undo):  # latest first: the first saved value wins
+            array[index] = old
+        super().restore()
+
+
 def searched(state, compiled: bool, sims: int, tree: "Tree | None" = None, algorithm: str = "gumbel", **kw):
     """A search with the compiled or the numpy lane moves and root rounds (the rest of the search alike)."""
-    simulate = lanes.simulate
-    lanes.simulate = functools.partial(simulate, compiled=compiled)
+    step = lanes._Step
+    lanes._Step = step if compiled else NumpyStep
     try:
         rng = np.random.default_rng(3)
         return search(state, PositionEvaluator(), config(algorithm, sims, **kw), rng, tree=tree)
     finally:
-        lanes.simulate = simulate
+        lanes._Step = step
 
 
 def assert_same_trees(a: Tree, b: Tree) -> None:
@@ -101,11 +173,9 @@ def test_one_steps_root_rounds_change_the_same_arrays_as_numpy(seed):
     for compiled in (True, False):
         tree = copy.deepcopy(grow(searched_before.tree, 100))
         algorithm = ALGORITHMS["gumbel"](tree, cfg, np.random.default_rng(seed), tree.children_visits[:, 0].copy())
-        step = lanes._Step(tree, algorithm, np.repeat(np.arange(state.batch_size), lanes_per_game), False, compiled)
-        if compiled:
-            go = step.halving_rounds(algorithm, lanes_per_game, start)
-        else:
-            go = step.root_rounds(lanes_per_game, start)
+        games = np.repeat(np.arange(state.batch_size), lanes_per_game)
+        step = (lanes._Step if compiled else NumpyStep)(tree, algorithm, games, False)
+        go = step.halving_rounds(algorithm, lanes_per_game, start)
         runs[compiled] = tree, algorithm.root, step, go
     (tree, root, step, go), (tree_np, root_np, step_np, go_np) = runs[True], runs[False]
     assert_same_trees(tree, tree_np)

@@ -63,10 +63,6 @@ def reference_interior_scores(tree, games, nodes, c_visit, c_scale):
     return np.where(tree.legal[games, nodes], policy - share, -np.inf)
 
 
-def reference_select_interior(tree, games, nodes, c_visit, c_scale):
-    return reference_interior_scores(tree, games, nodes, c_visit, c_scale).argmax(axis=1)
-
-
 def assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale):
     """``chosen`` scores within 1e-6 of the plain formula's best at every node (the fast choice rounds
     differently, so it may take another action only at a near-tie); returns how many choices differ."""
@@ -108,11 +104,38 @@ class ReferenceRoot:
         return np.where(most, reference_root_scores(tree, self.noise, *self.c), -np.inf).argmax(axis=1)
 
 
-SELECT_INTERIOR = gumbel.select_interior
+INTERIOR, CHOOSE = gumbel.Interior, gumbel.Interior.choose  # as the package has them (tests patch them)
+
+
+def fresh_choice(tree, games, nodes, c_visit, c_scale):
+    """The search's in-tree choice at distinct ``nodes`` of ``games`` with nothing kept from before: every
+    node's unvisited children counted anew."""
+    return CHOOSE(INTERIOR.empty(tree, c_visit, c_scale), tree, games, nodes)
+
+
+def reference_unvisited(tree, games, nodes):
+    """What ``Interior`` keeps of the unvisited children of ``nodes`` of ``games``: the first of highest
+    prior (where every unvisited legal prior is 0, the first unvisited legal one), its prior, and the
+    unvisited children's total prior (a row sum, as numpy rounds it)."""
+    visited = tree.children_index[games, nodes] >= 0
+    prior = np.where(visited, np.float32(0), tree.children_prior[games, nodes])
+    best = prior.argmax(axis=1)
+    left = tree.legal[games, nodes] & ~visited
+    lost = np.flatnonzero((prior.max(axis=1) == 0) & left.any(axis=1))
+    best[lost] = left[lost].argmax(axis=1)
+    return best, prior.max(axis=1), prior.sum(axis=1)
+
+
+def assert_kept_counts(interior, tree, games, nodes):
+    """What ``interior`` keeps of the unvisited children of ``nodes`` of ``games`` equals a recount."""
+    kept = interior.best[games, nodes], interior.best_prior[games, nodes], interior.mass[games, nodes]
+    recount = reference_unvisited(tree, games, nodes)
+    for name, k, r in zip(("best", "best_prior", "mass"), kept, recount, strict=True):
+        np.testing.assert_array_equal(k, r, err_msg=name)
 
 
 class ReferenceInterior:
-    """Stands in for ``gumbel.Interior``: chooses (with ``select_interior``) when the descent reaches the node."""
+    """Stands in for ``gumbel.Interior``: chooses (``fresh_choice``) when the descent reaches the node."""
 
     def __init__(self, tree, c_visit, c_scale):
         self.c, self.tree = (c_visit, c_scale), tree
@@ -124,7 +147,7 @@ class ReferenceInterior:
         return self.tree.forced  # -1 at every node with a choice: the descent asks ``choose`` each time
 
     def choose(self, tree, games, nodes):
-        return SELECT_INTERIOR(tree, games, nodes, *self.c)
+        return fresh_choice(tree, games, nodes, *self.c)
 
     def refresh(self, tree, games, nodes):
         pass
@@ -193,28 +216,21 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
 
     choices = []
 
-    def checked_interior(tree, games, nodes, c_visit, c_scale, unvisited=None, children=None):
-        # What ``Interior`` kept or passed of each node's children, against a recount from the tree.
-        node = games * tree.capacity + nodes
-        for kept, recounted in zip(unvisited or (), gumbel.unvisited_best(tree, node), strict=False):
-            np.testing.assert_array_equal(kept, recounted)
-        for passed, recounted in zip(children or (), gumbel.visited_children(tree, node), strict=False):
-            np.testing.assert_array_equal(passed, recounted)
-        chosen = SELECT_INTERIOR(tree, games, nodes, c_visit, c_scale, unvisited, children)
-        choices.append(assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale))
+    def checked_choose(interior, tree, games, nodes):
+        # What ``Interior`` kept of each node's unvisited children, against a recount from the tree.
+        chosen = CHOOSE(interior, tree, games, nodes)
+        assert_kept_counts(interior, tree, games, nodes)
+        choices.append(assert_best_interior_choice(tree, games, nodes, chosen, interior.c_visit, interior.c_scale))
         return chosen
 
-    # Each batched interior choice, against the plain formula on the same tree (in numpy: the compiled
-    # choice is held equal to it in tests/mcts/test_interior_compiled.py).
-    monkeypatch.setattr(gumbel, "select_interior", checked_interior)
-    monkeypatch.setattr(gumbel.Interior, "choose", gumbel.Interior.choose_numpy)
+    # Each batched interior choice, against the plain formula on the same tree.
+    monkeypatch.setattr(gumbel.Interior, "choose", checked_choose)
     searches_with_reuse(s, evaluator, cfg, seed=sims)
     assert len(choices) > sims
     # The plain search: the roots' scores recomputed from the tree at every simulation, the interior
     # choices made when the descent reaches a node instead of cached.
     monkeypatch.setattr(halving, "Root", ReferenceRoot)
     monkeypatch.setattr(gumbel, "Interior", ReferenceInterior)
-    monkeypatch.setattr(gumbel, "select_interior", SELECT_INTERIOR)
     monkeypatch.setattr(gumbel, "root_policy", reference_root_policy)
     plain = searches_with_reuse(s, evaluator, cfg, seed=sims)
 
@@ -250,7 +266,7 @@ def test_gumbel_first_choice_at_new_nodes_matches_reference():
     tree.node_visits[:, 1], tree.raw_values[:, 1] = 1, rng.uniform(-1, 1, g)
     interior = gumbel.Interior.start(tree, 50.0, 0.1)
     interior.expanded(tree, games, nodes, np.full(g, -1), np.arange(g), prior)
-    np.testing.assert_array_equal(interior.next_action[:, 1], SELECT_INTERIOR(tree, games, nodes, 50.0, 0.1))
+    np.testing.assert_array_equal(interior.next_action[:, 1], fresh_choice(tree, games, nodes, 50.0, 0.1))
     differ = assert_best_interior_choice(tree, games, nodes, interior.next_action[:, 1], 50.0, 0.1)
     assert differ > 100  # the formula's rounding ties do occur; the choice is then the first of highest prior
 
@@ -300,7 +316,7 @@ def test_gumbel_interior_choice_scores_the_formulas_best():
     for part in np.array_split(np.arange(g), 4):  # trees of 1,000 games: a few tens of MB each
         tree = tree_with_children(prior[part], legal[part], visits[part], q[part], raw[part])
         games, nodes = np.arange(part.size), np.zeros(part.size, np.int64)
-        chosen[part] = SELECT_INTERIOR(tree, games, nodes, 50.0, 0.1)
+        chosen[part] = fresh_choice(tree, games, nodes, 50.0, 0.1)
         differ += assert_best_interior_choice(tree, games, nodes, chosen[part], 50.0, 0.1)
     assert differ < g // 100
     games = np.arange(g)
@@ -326,7 +342,7 @@ def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):
         games, nodes = np.nonzero(tree.num_legal > 1)
         games, nodes = games[nodes > 0], nodes[nodes > 0]
         assert games.size > 100
-        expected = SELECT_INTERIOR(tree, games, nodes, cfg.c_visit, cfg.c_scale)
+        expected = fresh_choice(tree, games, nodes, cfg.c_visit, cfg.c_scale)
         assert_best_interior_choice(tree, games, nodes, expected, cfg.c_visit, cfg.c_scale)
         chosen = interior.next_action[games, nodes] >= 0  # a reused node may not have been reached
         assert chosen.mean() > 0.5
