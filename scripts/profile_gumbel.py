@@ -38,7 +38,7 @@ PHASES = {
     "engine step": ("engine.py", "step"),
     "read states": ("tree.py", "read_states"),
     "write states": ("tree.py", "write_states"),
-    "evaluation (incl. new nodes)": ("search.py", "_evaluate"),
+    "evaluation (incl. new nodes)": ("expand.py", "evaluate"),
     "backup": ("search.py", "_backup"),
     "simulation total": ("search.py", "_simulate"),
     "final policy/action": ("gumbel.py", "root_policy"),
