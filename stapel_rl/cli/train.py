@@ -42,7 +42,7 @@ def _run(cfg: DictConfig) -> None:
         except KeyboardInterrupt:  # every phase and chunk of games done is on disk already
             print("stopped by Ctrl-C: the same command resumes the run from the phases and games it finished")
             sys.exit(130)
-        print(f"evaluation: {evaluation or 'the hand-written one (no network promoted)'}")
+        print(f"evaluation: {evaluation or 'the hand-written one'}")
         return
     try:
         final = train(cfg, out_dir)

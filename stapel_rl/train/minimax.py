@@ -395,8 +395,8 @@ def timed(gdir: pathlib.Path, phase: str, work: "Callable[[], T]") -> T:
 
 
 def run(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
-    """Run (or resume) the generation loop in ``out_dir``; returns the current evaluation's network file
-    (``None`` while no network has been promoted over the hand-written evaluation)."""
+    """Run (or resume) the generation loop in ``out_dir``; returns the current evaluation's network file:
+    the last promoted one (``best.npz``), else generation 0's (``None``: the hand-written evaluation)."""
     config = cast(Config, OmegaConf.to_object(cfg))
     m = config.minimax
     for spec in m.panel:  # a bad spec fails now, not after the first generation's games
@@ -473,7 +473,9 @@ def _generations(cfg: DictConfig, config: Config, variant: Variant, out_dir: pat
         )
     bar.close()
     writer.close()
-    return out_dir / "best.npz" if (out_dir / "best.npz").is_file() else None
+    if (out_dir / "best.npz").is_file():
+        return out_dir / "best.npz"
+    return out_dir / state["best"] if state["best"] else None  # nothing promoted: generation 0's network
 
 
 __all__ = ["STATE_FILE", "load_net", "run"]

@@ -194,10 +194,11 @@ def test_a_network_training_left_as_it_was_is_not_gated(tmp_path, monkeypatch):
 
     monkeypatch.setattr(minimax, "fit", untrained)
     monkeypatch.setattr(minimax, "run_sprt", refuse)
-    minimax.run(config("minimax.start=zero", "minimax.generations=1", "minimax.panel_pairs=0"), tmp_path)
+    current = minimax.run(config("minimax.start=zero", "minimax.generations=1", "minimax.panel_pairs=0"), tmp_path)
     record = json.loads((tmp_path / minimax.STATE_FILE).read_text())["history"][0]
     assert record["gate"]["status"] == "unchanged" and not record["gate"]["promoted"] and record["gate"]["pairs"] == 0
     assert record["current"] == "generations/gen_0000/net.npz"
+    assert current == tmp_path / "generations/gen_0000/net.npz"  # the starting network, not the hand-written one
 
 
 def test_the_default_panel_holds_the_variants_mcts_agent_at_the_runs_match_time():
