@@ -6,7 +6,8 @@ import pytest
 from scripts import load_script
 from stapel_rl.env import take
 from stapel_rl.eval.agents import make_agent
-from stapel_rl.mcts import SearchConfig, gumbel
+from stapel_rl.mcts import SearchConfig
+from stapel_rl.models import UniformEvaluator
 
 
 @pytest.mark.parametrize("variant", ["I", "II"])
@@ -31,9 +32,15 @@ def test_the_agent_benchmark_times_the_agent_before_leaf_batching_beside_each_le
     assert all(rate > 0 for rate in rates.values())
 
 
-def test_the_search_benchmark_times_the_numpy_interior_choice_and_puts_the_compiled_one_back():
+def test_the_search_benchmark_counts_every_games_simulations():
     bench = load_script("bench_mcts")
-    compiled = gumbel.Interior.choose
     state = bench.midgame(4, 10, np.random.default_rng(0))
-    assert all(rate > 0 for rate in bench.interior_choice_rates(state, SearchConfig(8, "gumbel"), repeats=1))
-    assert gumbel.Interior.choose is compiled
+    calls = []
+
+    def counting(state):
+        calls.append(state.batch_size)
+        return UniformEvaluator()(state)
+
+    rate = bench.sims_per_second(state, counting, SearchConfig(8, "gumbel"), 2)
+    assert rate > 0
+    assert len(calls) == 3 * 9  # a warm-up and two timed searches: the roots, then a call per simulation
