@@ -192,7 +192,8 @@ class MinimaxConfig:
     match_time: float = 0.1  # seconds a move of both engines in gating and panel games (equal time)
     match_nodes: int = 0  # > 0: a node budget a search instead of match_time (deterministic: tests)
     gate_elo1: float = 20.0  # SPRT H1: the new network is at least this much stronger (H0: not stronger)
-    gate_max_pairs: int = 100  # colour-swapped pairs at most per gating test (undecided: not promoted)
+    gate_max_pairs: int = 200  # colour-swapped pairs at most per gating test (undecided: not promoted); at
+    # 100 a 0.1-s gate left undecided generations that beat their parents by +78 to +89 Elo (docs/results.md)
     gate_batch_pairs: int = 10  # pairs played between two looks at the SPRT
     panel: list[str] = dataclasses.field(
         default_factory=lambda: ["classical:time=0.1", "classical:time=0.1:eval=nnue", "alphabeta:2"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pathlib
+
 import numpy as np
 import pytest
 import torch
@@ -25,6 +27,8 @@ from stapel_rl.classical.searcher import Searcher
 from stapel_rl.env import engine, initial_fen
 from stapel_rl.env.variants import get_variant
 from stapel_rl.eval.agents import make_agent
+
+PREVIOUS = pathlib.Path(__file__).parents[2] / "tournaments" / "nnue_0.2.0"  # the networks packaged in 0.2.0
 
 
 def random_net(seed: int = 0, width: int = 8, hidden: int = 4) -> nnue.Net:
@@ -188,10 +192,14 @@ def test_eval_nnue_is_the_packaged_network_of_the_variant():
     assert state.legal_action_mask[0, agent(state, np.random.default_rng(0))[0]]
     packaged = nnue.load(nnue.packaged_path("I"))
     assert agent.searcher(get_variant("I")).net.metadata == packaged.metadata
-    assert (
-        packaged.metadata["variant"] == "I"
-        and packaged.metadata["holdout_log_loss"]["network"] < packaged.metadata["holdout_log_loss"]["hand_written"]
-    )
+    # A generation of the minimax loop that its gate promoted and that fits held-out games better than the
+    # network it started from (the one packaged before, kept by path for comparisons).
+    assert packaged.metadata["variant"] == "I" and packaged.metadata["procedure"] == "stapel-train loop=minimax"
+    assert packaged.metadata["gate"]["promoted"] and packaged.metadata["gate"]["status"] == "H1"
+    assert packaged.metadata["validation_log_loss"] < packaged.metadata["start_log_loss"]
+    before = make_agent(f"classical:nodes=300:eval={PREVIOUS / 'nnue_I.npz'}").searcher(get_variant("I")).net
+    assert before.metadata["holdout_log_loss"]["network"] < before.metadata["holdout_log_loss"]["hand_written"]
+    assert not np.array_equal(before.emb, packaged.emb) and before.head[1] == packaged.head[1]  # one scale k
 
 
 def test_the_trained_model_computes_what_the_search_computes():

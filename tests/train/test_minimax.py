@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import pathlib
+import shutil
 import signal
 import subprocess
 import sys
@@ -15,6 +16,7 @@ import pytest
 from ctrl_c import ctrl_c
 from hydra import compose, initialize_config_dir
 
+from scripts import load_script
 from stapel_rl.classical import nnue
 from stapel_rl.classical.board import occupancy
 from stapel_rl.classical.evaluation import NUM_FEATURES, mobility_blocked
@@ -283,3 +285,29 @@ def test_ctrl_c_stops_the_loop_without_a_traceback_and_keeps_the_games_played(tm
     assert stopped.returncode == 130, stopped.err[-2000:]
     assert "stopped by Ctrl-C: the same command resumes the run" in stopped.out and "Traceback" not in stopped.err
     assert any(games.iterdir()) and not (games.parent / "positions.npz").exists()
+
+
+@pytest.mark.slow
+def test_regate_replays_the_gates_and_keeps_the_games(tmp_path, uninterrupted, capsys):
+    run = tmp_path / "run"
+    shutil.copytree(uninterrupted, run)
+    games = {p: p.stat().st_mtime_ns for p in run.glob("generations/gen_*/*.npz") if p.name != "net.npz"}
+    before = json.loads((run / minimax.STATE_FILE).read_text())
+    load_script("regate").main([str(run)])
+    assert "2 generation(s) rewound" in capsys.readouterr().out
+    state = json.loads((run / minimax.STATE_FILE).read_text())
+    assert state["generation"] == 0 and state["history"] == [] and state["best"] is None  # the hand-written start
+    assert not list(run.glob("generations/gen_*/gate.json")) and not (run / "best.npz").exists()
+    assert json.loads((run / "loop_before_regate.json").read_text()) == before
+    # Run again with the run's settings: the same gates (node-limited, so they replay exactly), games read back.
+    minimax.run(config(), run)
+    assert_same(outcome(run), outcome(uninterrupted))
+    assert {p: p.stat().st_mtime_ns for p in games} == games
+    # With another gate setting only the gates change.
+    load_script("regate").main([str(run)])
+    minimax.run(config("minimax.gate_max_pairs=1", "minimax.gate_batch_pairs=1"), run)
+    history = json.loads((run / minimax.STATE_FILE).read_text())["history"]
+    assert [h["gate"]["pairs"] for h in history] == [min(1, h["gate"]["pairs"]) for h in before["history"]]
+    assert [h["positions"] for h in history] == [h["positions"] for h in before["history"]]
+    with pytest.raises(SystemExit, match="not a run of stapel-train loop=minimax"):
+        load_script("regate").main([str(tmp_path)])
