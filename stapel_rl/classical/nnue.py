@@ -17,7 +17,8 @@ mobility and blocked as in the hand-written evaluation, the side to move's view,
 it was trained with (``Net.weights``, a skip connection): the position is worth that
 evaluation plus ``round(scale * y)`` centi-men, ``scale`` being the inverse of the logistic
 scale that fits the hand-written evaluation to game results, so the two terms add as logits
-of the side to move's winning chances. ``scripts/train_eval.py`` trains it; files are
+of the side to move's winning chances. ``scripts/train_eval.py`` trains one from the hand-written
+engine's games, ``stapel-train loop=minimax`` generation by generation from its own; files are
 ``.npz`` (``save``/``load``).
 """
 
