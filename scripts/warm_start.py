@@ -4,13 +4,15 @@
     stapel-train variant=I init_weights=runs/warm_I/warm_start.pt          # self-play from it
     python scripts/warm_start.py --variant II --out runs/warm_II model=small  # the run's model config, as overrides
 
-The engine plays ``--games`` games against itself at ``--nodes`` nodes a move (``stapel_rl.train.engine_games``:
-random openings, jittered budgets, a random move with probability ``--epsilon``), in ``--jobs`` processes;
-every ``--holdout``-th game is kept out for validation. The network of the training config (Hydra overrides
-after the options, as ``stapel-train`` takes them) is then trained for ``--steps`` gradient steps with the
-run's optimiser and value target (``train.lr``, ``train.batch_size``, ``train.value_mix``): the policy learns
-the engine's moves, the value its results and scores. The games are kept in ``--out/positions.npz``: run the
-command again after a kill and they are read back, not played again.
+The engine plays ``--games`` games against itself at ``--nodes`` nodes a move with the evaluation ``--eval``
+(``hand``, the hand-written one; ``nnue``, the packaged learned one; or a network file of the minimax loop) in
+``--jobs`` processes (``stapel_rl.train.engine_games``: random openings, jittered budgets, a random move with
+probability ``--epsilon``); every ``--holdout``-th game is kept out for validation. The network of the training config
+(Hydra overrides after the options, as ``stapel-train`` takes them) is then trained for ``--steps`` gradient steps
+with the run's optimiser and value target (``train.lr``, ``train.batch_size``, ``train.value_mix``): the policy learns
+the engine's moves, the value its results and scores. The games are kept in ``--out/positions.npz`` with the options
+that played them: run the command again after a kill and they are read back, not played again (other options than
+theirs are refused).
 
 Prints, on the held-out games, the policy's top-1 agreement with the engine and the value's mean squared
 error against the results, before and after training, and writes ``--out/warm_start.pt``, a checkpoint with
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import pathlib
 import sys
 import time
@@ -48,16 +51,32 @@ from stapel_rl.train.trainer import Trainer
 
 
 def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Positions]":
-    """The engine's positions, training and held-out games (played now, or read back from ``path``)."""
+    """The engine's positions, training and held-out games (played now, or read back from ``path``);
+    ``ValueError`` if ``path`` holds games played with other options."""
+    settings = {key: getattr(args, key) for key in ("variant", "games", "nodes", "epsilon", "seed", "eval")}
     if path.is_file():
         with np.load(path) as saved:
             arrays = {k: saved[k] for k in saved.files}
+        made = json.loads(str(arrays.pop("settings", "null")))
+        if made is not None and made != settings:  # files of before the settings were kept are taken as they are
+            raise ValueError(f"{path} holds games of {made}, not of {settings}: name another --out")
         print(f"{arrays['value'].size} positions read back from {path}")
     else:
-        variant, k = get_variant(args.variant), nnue.packaged_scale(args.variant)
+        variant = get_variant(args.variant)
         chunk = max(1, min(20, args.games // (4 * args.jobs) or 1))
         tasks = [
-            (variant, min(chunk, args.games - first), [args.seed], args.nodes, 6, args.epsilon, 0.3, first, k)
+            (
+                variant,
+                min(chunk, args.games - first),
+                [args.seed],
+                args.nodes,
+                6,
+                args.epsilon,
+                0.3,
+                first,
+                None,
+                args.eval,
+            )
             for first in range(0, args.games, chunk)
         ]
         parts, bar = [], tqdm(total=args.games, desc="engine games", unit="game")
@@ -67,7 +86,7 @@ def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Pos
                 bar.update(tasks[i][1])
         bar.close()
         arrays = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-        save_npz(path, arrays)
+        save_npz(path, {**arrays, "settings": np.array(json.dumps(settings))})
     held = arrays["chunk"] % args.holdout == 0
     split = [Positions({k: arrays[k][rows] for k in FIELDS}) for rows in (~held, held)]
     return split[0], split[1]
@@ -95,6 +114,7 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--variant", default="I", choices=("I", "II"))
     parser.add_argument("--games", type=int, default=2000, help="engine games to learn from")
     parser.add_argument("--nodes", type=int, default=2000, help="node budget of each engine search")
+    parser.add_argument("--eval", default="hand", help="the engine's evaluation: hand, nnue or a network file")
     parser.add_argument("--epsilon", type=float, default=0.05, help="chance of a random full move")
     parser.add_argument("--steps", type=int, default=4000, help="gradient steps")
     parser.add_argument("--holdout", type=int, default=10, help="every this-th chunk of games (20 at most) validates")
@@ -122,7 +142,12 @@ def main(argv: "list[str] | None" = None) -> int:
     out = pathlib.Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    train, valid = games(args, out / "positions.npz")
+    try:
+        nnue.engine_eval(args.eval, args.variant)  # a wrong --eval is refused before any game
+        train, valid = games(args, out / "positions.npz")
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     variant = get_variant(args.variant)
     model_config = config.model.for_variant(variant)
     torch.manual_seed(args.seed)

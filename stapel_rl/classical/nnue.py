@@ -286,6 +286,28 @@ def load_packaged(variant_name: str) -> Net:
     return load(path)
 
 
+#: The engine's evaluations by name; any other evaluation spec is a network file's path.
+EVALS = ("hand", "nnue")
+
+
+def engine_eval(spec: "str | Net", variant_name: str) -> "tuple[Net | None, float]":
+    """The learned network an evaluation spec names (``None``: the hand-written evaluation alone) and ``k``,
+    the logistic scale of the engine's score with it (``sigmoid(k * score)``, the side to move's winning
+    chances): ``"hand"`` and ``"nnue"`` (the packaged network) in the packaged network's scale, a network
+    file's path (or a ``Net`` read already) in its own. ``ValueError`` for a missing or corrupt file or a
+    network of another variant."""
+    if isinstance(spec, str) and spec in EVALS:
+        return (load_packaged(variant_name) if spec == "nnue" else None), packaged_scale(variant_name)
+    if isinstance(spec, str) and not spec:
+        raise ValueError("an engine evaluation is hand, nnue or a network file's path, got ''")
+    net = load(spec) if isinstance(spec, str) else spec
+    made_for = net.metadata.get("variant")
+    if made_for is not None and made_for != variant_name:
+        named = f" {spec}" if isinstance(spec, str) else ""
+        raise ValueError(f"the evaluation network{named} is for Variant {made_for}, not {variant_name}")
+    return net, 1.0 / float(net.head[1])  # the network's output is in its own centi-men
+
+
 def packaged_scale(variant_name: str) -> float:
     """``k``, the logit of the side to move's winning chances per centi-man of the engine's score, as the
     packaged network reads it (fitted to the hand-written evaluation's games): ``sigmoid(k * score)``."""

@@ -28,8 +28,7 @@ from stapel_rl.models.evaluator import Evaluation, Evaluator
 
 __all__ = ["EVALS", "BlendedEvaluator"]
 
-#: The engine's evaluations a hybrid can use by name; any other ``eval`` is a network file's path.
-EVALS = ("hand", "nnue")
+EVALS = nnue.EVALS
 
 
 class BlendedEvaluator:
@@ -57,14 +56,7 @@ class BlendedEvaluator:
     def searcher(self, variant: str) -> "tuple[Searcher, float]":
         """The engine the leaves of ``variant`` are searched with, and ``k``, its score's logistic scale."""
         if variant not in self._searchers:
-            if self.leaf_net is None:
-                net = nnue.load_packaged(variant) if self.eval == "nnue" else None
-                k = nnue.packaged_scale(variant)
-            else:
-                net, made_for = self.leaf_net, self.leaf_net.metadata.get("variant")
-                if made_for is not None and made_for != variant:
-                    raise ValueError(f"the leaves' network {self.eval} is for Variant {made_for}, not {variant}")
-                k = 1.0 / float(net.head[1])  # the network's output is in its own centi-men
+            net, k = nnue.engine_eval(self.leaf_net or self.eval, variant)
             self._searchers[variant] = (Searcher(variant, tt_bits=16, net=net), k)
         return self._searchers[variant]
 

@@ -1,10 +1,10 @@
 """Training positions for the policy-value network from the classical engine's games (a warm start).
 
-``scripts/warm_start.py`` trains a first network on them; ``stapel-train init_weights=PATH`` then starts
-AlphaZero self-play from it. A game opens with random full moves, then the compiled engine
-(``stapel_rl.classical``) plays both sides at a jittered node budget, with a random full move now and then
-so that games differ. Every decision point (more than one legal action: capture continuations too)
-becomes a row of ``stapel_rl.train.replay.FIELDS``, as self-play writes them:
+``scripts/warm_start.py`` trains a first network on them; ``stapel-train init_weights=PATH`` then starts AlphaZero
+self-play from it. A game opens with random full moves, then the compiled engine (``stapel_rl.classical``, with the
+hand-written evaluation or a learned one) plays both sides at a jittered node budget, with a random full move now and
+then so that games differ. Every decision point (more than one legal action: capture continuations too) becomes a row
+of ``stapel_rl.train.replay.FIELDS``, as self-play writes them:
 
 - ``policy``: the engine's action, one-hot over canonical actions (Black's rotated, as in self-play);
 - ``value``: the game's result for the player to move; ``points_diff`` its final Variant II points;
@@ -112,11 +112,15 @@ def play_games(
     jitter: float = 0.3,
     first_game: int = 0,
     k: "float | None" = None,
+    eval: str = "hand",
 ) -> Positions:
-    """The rows of games ``first_game`` to ``first_game + games - 1`` (``play_game``), in order."""
+    """The rows of games ``first_game`` to ``first_game + games - 1`` (``play_game``), in order, the engine
+    searching with ``eval`` (``nnue.engine_eval``: ``hand``, ``nnue`` or a network file's path); ``k``
+    (default: that evaluation's) reads its scores as winning chances."""
     prefix = [seed] if isinstance(seed, int) else list(seed)
-    k = nnue.packaged_scale(variant.name) if k is None else k
-    searcher = Searcher(variant, tt_bits=18)
+    net, own_k = nnue.engine_eval(eval, variant.name)
+    k = own_k if k is None else k
+    searcher = Searcher(variant, tt_bits=18, net=net)
     parts = [
         play_game(variant, searcher, np.random.default_rng([*prefix, g]), nodes, opening_plies, epsilon, jitter, k)
         for g in range(first_game, first_game + games)

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 
 from scripts import load_script
+from stapel_rl.classical import nnue
 from stapel_rl.classical.position import Position, row_path, step_actions
 from stapel_rl.env import get_variant
 from stapel_rl.env.geometry import ROTATE_ACTION
@@ -60,6 +61,22 @@ def test_games_are_the_same_however_they_are_shared_out():
         np.testing.assert_array_equal(np.concatenate([p.arrays[key] for p in parts]), whole.arrays[key])
 
 
+def test_the_engine_plays_with_the_evaluation_it_is_given():
+    variant = get_variant("I")
+    hand = play_games(variant, 1, seed=[3], nodes=150).arrays
+    learned = play_games(variant, 1, seed=[3], nodes=150, eval="nnue").arrays
+    np.testing.assert_array_equal(hand["height"][0], learned["height"][0])  # one opening, two evaluations
+    assert hand["root_value"][0] != learned["root_value"][0]
+    # A file read by path is the same engine as its name when it is the packaged network (the same scale k).
+    by_path = play_games(variant, 1, seed=[3], nodes=150, eval=str(nnue.packaged_path("I"))).arrays
+    for key in FIELDS:
+        np.testing.assert_array_equal(by_path[key], learned[key])
+    with pytest.raises(ValueError, match="is for Variant II, not I"):
+        play_games(variant, 1, seed=[3], nodes=150, eval=str(nnue.packaged_path("II")))
+    with pytest.raises(ValueError, match="does not exist"):
+        play_games(variant, 1, seed=[3], nodes=150, eval="no_such_net.npz")
+
+
 @pytest.mark.slow
 def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, capsys):
     script = load_script("warm_start")
@@ -74,5 +91,8 @@ def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, cap
     assert "policy agrees with the engine" in out and figures["held_out_positions"] > 0
     assert script.main(argv) == 0  # again: the games are read back
     assert "positions read back" in capsys.readouterr().out
+    assert script.main([*argv[:-2], "--nodes", "120"]) == 2  # games of other options are not read back
+    assert "holds games of" in capsys.readouterr().err
     assert script.main(["--games", "0", "--out", str(tmp_path / "x")]) == 2
+    assert script.main(["--eval", "no_such_net.npz", "--out", str(tmp_path / "x")]) == 2
     assert script.main(["--out", str(tmp_path / "x"), "train.no_such_key=1"]) == 2
