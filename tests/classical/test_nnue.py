@@ -186,18 +186,19 @@ def test_the_agent_takes_a_net_file_and_checks_its_variant(tmp_path):
         make_agent(f"classical:eval={tmp_path / 'none.npz'}")
 
 
-def test_eval_nnue_is_the_packaged_network_of_the_variant():
+@pytest.mark.parametrize("name", ["I", "II"])
+def test_eval_nnue_is_the_packaged_network_of_the_variant(name):
     agent = make_agent("classical:nodes=300:eval=nnue")
-    state = engine.init(get_variant("I"), 1)
+    state = engine.init(get_variant(name), 1)
     assert state.legal_action_mask[0, agent(state, np.random.default_rng(0))[0]]
-    packaged = nnue.load(nnue.packaged_path("I"))
-    assert agent.searcher(get_variant("I")).net.metadata == packaged.metadata
+    packaged = nnue.load(nnue.packaged_path(name))
+    assert agent.searcher(get_variant(name)).net.metadata == packaged.metadata
     # A generation of the minimax loop that its gate promoted and that fits held-out games better than the
     # network it started from (the one packaged before, kept by path for comparisons).
-    assert packaged.metadata["variant"] == "I" and packaged.metadata["procedure"] == "stapel-train loop=minimax"
+    assert packaged.metadata["variant"] == name and packaged.metadata["procedure"] == "stapel-train loop=minimax"
     assert packaged.metadata["gate"]["promoted"] and packaged.metadata["gate"]["status"] == "H1"
     assert packaged.metadata["validation_log_loss"] < packaged.metadata["start_log_loss"]
-    before = make_agent(f"classical:nodes=300:eval={PREVIOUS / 'nnue_I.npz'}").searcher(get_variant("I")).net
+    before = make_agent(f"classical:nodes=300:eval={PREVIOUS / f'nnue_{name}.npz'}").searcher(get_variant(name)).net
     assert before.metadata["holdout_log_loss"]["network"] < before.metadata["holdout_log_loss"]["hand_written"]
     assert not np.array_equal(before.emb, packaged.emb) and before.head[1] == packaged.head[1]  # one scale k
 
