@@ -40,7 +40,7 @@ from stapel_rl.train.config import Config, config_changes, register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.interrupt import RunStopped, StopRequest
-from stapel_rl.train.replay import ReplayBuffer
+from stapel_rl.train.replay import ReplayBuffer, TrainingBatch, read_positions
 from stapel_rl.train.selfplay import SelfPlay
 from stapel_rl.train.trainer import Trainer, mean_metrics
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
@@ -195,6 +195,15 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     actor = PolicyValueNet(model_config)
     evaluator = NetworkEvaluator(actor, device=selfplay_device(device), precision=t.inference_precision)
     buffer = ReplayBuffer(t.replay_capacity, variant)
+    engine = None  # the engine's games, a share of every batch (train.engine_positions)
+    if t.engine_positions:
+        try:
+            games_of_engine = read_positions(t.engine_positions, variant.name)
+        except ValueError as problem:
+            raise CannotStart(str(problem)) from None
+        engine = ReplayBuffer(len(games_of_engine), variant)
+        engine.add(games_of_engine)
+    engine_share = min(t.batch_size - 1, max(1, round(t.engine_fraction * t.batch_size))) if engine else 0
     opponents = make_opponents(list(t.eval_opponents))
     counters: RunCounters = {"iteration": 0, "positions": 0, "games": 0, "seconds": 0.0}
 
@@ -337,7 +346,12 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
             history = []
             if len(buffer) >= t.min_replay:
                 for _ in range(max(1, round(t.sample_ratio * len(positions) / t.batch_size))):
-                    sample = buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix, model_config.inputs)
+                    sample = buffer.sample(
+                        t.batch_size - engine_share, rng, model_config.layout, t.value_mix, model_config.inputs
+                    )
+                    if engine is not None and engine_share:
+                        drawn = engine.sample(engine_share, rng, model_config.layout, t.value_mix, model_config.inputs)
+                        sample = TrainingBatch.concatenate([sample, drawn])
                     history.append(trainer.step(sample))
             train_seconds = time.perf_counter() - train_start
             scalars = mean_metrics(history) if history else {}

@@ -63,6 +63,10 @@ class TrainConfig(OptimConfig):
     sample_ratio: float = 2.0  # training samples drawn per new self-play position
     value_mix: float = 0.5  # value target: (1 - value_mix) * game result + value_mix * the search's value
     # (SearchOutput.search_value: Gumbel's improved policy's expected Q, PUCT's root mean)
+    engine_positions: str | None = None  # positions.npz of scripts/warm_start.py (the classical engine's games):
+    # every gradient step also draws engine_fraction of its batch from them, so self-play from a warm start keeps
+    # learning the engine's moves and results beside its own games (None: self-play positions only)
+    engine_fraction: float = 0.25  # share of each batch drawn from engine_positions (with engine_positions set)
     eval_every_minutes: float = 10.0  # minutes of the run between evaluations, and one at its end (0 = none)
     eval_opponents: list[str] = dataclasses.field(default_factory=lambda: ["greedy", "alphabeta:2"])  # agent specs
     eval_games: int = 16  # games per opponent: colour-swapped pairs from random openings
@@ -108,6 +112,8 @@ class TrainConfig(OptimConfig):
             raise ValueError(f"train.lr must be a finite number >= 0, got {self.lr}")
         if not 0.0 <= self.value_mix <= 1.0:
             raise ValueError(f"train.value_mix must be in [0, 1], got {self.value_mix}")
+        if not 0.0 < self.engine_fraction < 1.0:
+            raise ValueError(f"train.engine_fraction must be in (0, 1), got {self.engine_fraction}")
         choices = {"inference_precision": PRECISIONS, "train_precision": TRAIN_PRECISIONS, "lr_schedule": LR_SCHEDULES}
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:

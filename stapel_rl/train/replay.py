@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import dataclasses
 import io
+import json
+import os
+import zipfile
 
 import numpy as np
 
@@ -68,6 +71,29 @@ class TrainingBatch:
     policy: np.ndarray
     value: np.ndarray
     points_diff: np.ndarray
+
+    @staticmethod
+    def concatenate(parts: "list[TrainingBatch]") -> "TrainingBatch":
+        return TrainingBatch(
+            *(np.concatenate([getattr(p, f.name) for p in parts]) for f in dataclasses.fields(parts[0]))
+        )
+
+
+def read_positions(path: "str | os.PathLike", variant: str) -> Positions:
+    """The positions of an ``.npz`` of ``FIELDS`` (``scripts/warm_start.py``'s ``positions.npz``, the engine's
+    games); ``ValueError`` naming the file if it is missing, unreadable, lacks a field or holds another
+    variant's games (as its ``settings`` say, where it has them)."""
+    try:
+        with np.load(path) as saved:
+            missing = [k for k in FIELDS if k not in saved.files]
+            if missing:
+                raise ValueError(f"{path} is not a file of training positions: it lacks {', '.join(missing)}")
+            made = json.loads(str(saved["settings"])) if "settings" in saved.files else {}
+            if made.get("variant", variant) != variant:
+                raise ValueError(f"{path} holds Variant {made['variant']} games, not Variant {variant}")
+            return Positions({k: saved[k].astype(dtype) for k, (_, dtype) in FIELDS.items()})
+    except (OSError, EOFError, zipfile.BadZipFile) as problem:
+        raise ValueError(f"{path}: cannot read training positions ({problem})") from None
 
 
 class ReplayBuffer:

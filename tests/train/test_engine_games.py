@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
+import torch
+from omegaconf import OmegaConf
 
 from scripts import load_script
 from stapel_rl.classical import nnue
@@ -12,8 +16,9 @@ from stapel_rl.env import get_variant
 from stapel_rl.env.geometry import ROTATE_ACTION
 from stapel_rl.env.observation import canonical_mask
 from stapel_rl.models import checkpoint
+from stapel_rl.records import save_npz
 from stapel_rl.train.engine_games import play_games
-from stapel_rl.train.replay import FIELDS, ReplayBuffer
+from stapel_rl.train.replay import FIELDS, ReplayBuffer, read_positions
 
 
 @pytest.mark.parametrize("name", ["I", "II"])
@@ -96,3 +101,59 @@ def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, cap
     assert script.main(["--games", "0", "--out", str(tmp_path / "x")]) == 2
     assert script.main(["--eval", "no_such_net.npz", "--out", str(tmp_path / "x")]) == 2
     assert script.main(["--out", str(tmp_path / "x"), "train.no_such_key=1"]) == 2
+
+
+def test_engine_positions_are_read_back_and_refused_clearly(tmp_path):
+    positions = play_games(get_variant("I"), 2, seed=5, nodes=100, k=0.01)
+    path = tmp_path / "positions.npz"
+    save_npz(path, {**positions.arrays, "settings": np.array(json.dumps({"variant": "I"}))})
+    back = read_positions(path, "I")
+    for name in FIELDS:
+        assert np.array_equal(back.arrays[name], positions.arrays[name]), name
+    with pytest.raises(ValueError, match="holds Variant I games, not Variant II"):
+        read_positions(path, "II")
+    with pytest.raises(ValueError, match="cannot read training positions"):
+        read_positions(tmp_path / "missing.npz", "I")
+    np.savez(tmp_path / "other.npz", value=np.zeros(3))
+    with pytest.raises(ValueError, match="not a file of training positions: it lacks height"):
+        read_positions(tmp_path / "other.npz", "I")
+    (tmp_path / "cut.npz").write_bytes(path.read_bytes()[:500])
+    with pytest.raises(ValueError, match="cannot read training positions"):
+        read_positions(tmp_path / "cut.npz", "I")
+
+
+@pytest.mark.slow
+def test_a_run_with_engine_positions_draws_their_share_of_every_batch(tmp_path, monkeypatch):
+    from hydra import compose, initialize_config_dir
+
+    from stapel_rl.train import app
+
+    positions = play_games(get_variant("I"), 2, seed=5, nodes=100, k=0.01)
+    path = tmp_path / "positions.npz"
+    save_npz(path, positions.arrays)
+    drawn: "list[tuple[int, int]]" = []  # (buffer capacity, batch size) of each draw
+    sample = ReplayBuffer.sample
+
+    def recorded(self, batch_size, *args, **kwargs):
+        drawn.append((self.capacity, batch_size))
+        return sample(self, batch_size, *args, **kwargs)
+
+    monkeypatch.setattr(ReplayBuffer, "sample", recorded)
+    tiny = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.eval_every_minutes=0"]
+    overrides = [*tiny, f"train.engine_positions={path}", "train.engine_fraction=0.25"]
+    with initialize_config_dir(config_dir=str(app.CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=overrides)
+    with torch.random.fork_rng():
+        app.train(cfg, tmp_path / "run")
+    ours = [size for capacity, size in drawn if capacity == 2000]  # train=tiny's replay_capacity
+    engine = [size for capacity, size in drawn if capacity == len(positions)]
+    assert ours and ours == [24] * len(ours) and engine == [8] * len(ours)  # 32 a batch, a quarter of it the engine's
+    saved = checkpoint.load(checkpoint.list_checkpoints(tmp_path / "run" / "checkpoints")[-1])
+    assert saved["config"]["train"]["engine_positions"] == str(path) and saved["trainer"]["steps"] == len(ours)
+    with initialize_config_dir(config_dir=str(app.CONFIG_DIR), version_base=None):
+        cfg = compose(config_name="config", overrides=[*tiny, f"train.engine_positions={tmp_path / 'none.npz'}"])
+    with pytest.raises(app.CannotStart, match="cannot read training positions"):
+        app.train(cfg, tmp_path / "refused")
+    with pytest.raises(ValueError, match=r"train.engine_fraction must be in \(0, 1\), got 1.0"):
+        with initialize_config_dir(config_dir=str(app.CONFIG_DIR), version_base=None):
+            OmegaConf.to_object(compose(config_name="config", overrides=["train.engine_fraction=1"]))
