@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 
 import numpy as np
@@ -61,13 +60,13 @@ def test_ctrl_c_while_waiting_on_workers_is_raised_only_where_checked():
     # Raised anywhere, it can leave an executor's lock held and the interpreter's exit waiting forever.
     with pytest.raises(KeyboardInterrupt), DeferredInterrupt() as ctrl_c:
         ctrl_c.check()  # nothing pressed yet
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
         assert ctrl_c.pressed  # the handler ran, and raised nothing
         ctrl_c.check()
         pytest.fail("check() raises once Ctrl-C was pressed")
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
     with pytest.raises(KeyboardInterrupt), DeferredInterrupt():
-        os.kill(os.getpid(), signal.SIGINT)  # after the last check: raised on leaving
+        signal.raise_signal(signal.SIGINT)  # after the last check: raised on leaving
     with DeferredInterrupt() as ctrl_c:
         pass
     assert not ctrl_c.pressed and signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -1,7 +1,6 @@
 """Ctrl-C in a training run: the first stops it at the next iteration with a checkpoint, a second at once."""
 
 import json
-import os
 import signal
 import sys
 
@@ -17,10 +16,10 @@ TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
 def test_a_first_sigint_asks_a_second_stops(capsys):
     stop = StopRequest("stopping").install()
     try:
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
         assert stop.requested and "stopping" in capsys.readouterr().out
         with pytest.raises(KeyboardInterrupt):
-            os.kill(os.getpid(), signal.SIGINT)
+            signal.raise_signal(signal.SIGINT)
     finally:
         stop.restore()
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
@@ -31,7 +30,7 @@ def test_a_process_that_ignores_sigint_keeps_ignoring_it():
     previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a job in the background
     try:
         stop = StopRequest("stopping").install()
-        os.kill(os.getpid(), signal.SIGINT)
+        signal.raise_signal(signal.SIGINT)
         assert not stop.requested and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
         stop.restore()
         assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
