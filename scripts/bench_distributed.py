@@ -36,7 +36,7 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 
 
 def weights_and_config() -> "tuple[dict[str, np.ndarray], dict]":
-    saved = load(ROOT / "checkpoints" / "variant_I.pt")
+    saved = load(ROOT / "checkpoints" / "variant_I_zero.pt")
     config = dataclasses.asdict(dataclasses.replace(PRESETS["small"], **saved["model_config"]))
     return {k: v.numpy() for k, v in saved["model"].items()}, config
 

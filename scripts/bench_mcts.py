@@ -12,7 +12,7 @@
    grid, or the 10x5 compact one; see scripts/bench_net.py).
 3. A search with the fast network: simulations/s and the share of the
    search's wall time spent inside the network (evaluator time / search time).
-4. The committed agent (``--agent``, default ``mcts:variant_I``) searching
+4. A committed agent (``--agent``, default ``mcts:variant_I_zero``) searching
    ONE game, as in a match: simulations/s of the agent as it was before leaf
    batching ("before": one leaf per network call, no solver, the network run
    by torch at the precision "auto" gives without ONNX Runtime), with one
@@ -25,7 +25,7 @@
    ``--only-agent`` runs this part alone.
 
 Usage: python scripts/bench_mcts.py [--model small] [--layout grid] [--net-batch 512] [--net-sims 32]
-                                    [--forced-rounds 2] [--quick] [--agent mcts:variant_I] [--agent-sims 256]
+                                    [--forced-rounds 2] [--quick] [--agent mcts:variant_I_zero] [--agent-sims 256]
                                     [--variant I] [--agent-positions 8]
                                     [--batches 1,4,16,32] [--threads N] [--only-agent]
 """
@@ -180,7 +180,7 @@ def main() -> None:
         help="forced actions a search node plays on through at most (self-play's mcts.forced_rounds; -1: no cap)",
     )
     parser.add_argument("--quick", action="store_true", help="one repeat each (smoke test)")
-    parser.add_argument("--agent", default="mcts:variant_I", help="part 4: the agent spec searching one game")
+    parser.add_argument("--agent", default="mcts:variant_I_zero", help="part 4: the agent spec searching one game")
     parser.add_argument("--agent-sims", type=int, default=256, help="part 4: simulations per search")
     parser.add_argument("--variant", default="I", choices=["I", "II"], help="part 4: the agent's variant")
     parser.add_argument("--agent-positions", type=int, default=8, help="part 4: positions searched each repeat")

@@ -54,9 +54,12 @@ from stapel_rl.models.checkpoint import load_network
 from stapel_rl.models.fused import cpu_isa, onnx_available, resolve_precision
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-#: Trained 4x32 networks by layout: the committed Variant I agent (10x10 grid) and a compact one
+#: Trained 4x32 networks by layout: the committed Variant I agent learned from zero (10x10 grid) and a compact one
 #: trained for 12 minutes on Variant I (both are the tests' references too).
-TRAINED = {"grid": ROOT / "checkpoints" / "variant_I.pt", "compact": ROOT / "tests" / "data" / "small_compact_I.pt"}
+TRAINED = {
+    "grid": ROOT / "checkpoints" / "variant_I_zero.pt",
+    "compact": ROOT / "tests" / "data" / "small_compact_I.pt",
+}
 
 
 def default_model() -> "tuple[str, str]":

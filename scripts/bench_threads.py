@@ -1,6 +1,6 @@
 """One move's search time by torch threads, beside a load on the cores: why agents default to ``--threads 1``.
 
-    python scripts/bench_threads.py                      # mcts:variant_I:sims=128, 2 busy processes beside it
+    python scripts/bench_threads.py                      # mcts:variant_I_zero:sims=128, 2 busy processes beside it
     python scripts/bench_threads.py --load 0             # the machine to itself
 
 ``stapel-play`` and ``stapel-serve`` ran their agents with torch's default thread count (the machine's
@@ -64,7 +64,7 @@ def move_seconds(spec: str, thread_counts: "list[int]", positions: int, repeats:
 
 def main(argv: "list[str] | None" = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--agent", default="mcts:variant_I:sims=128", help="the agent spec to time")
+    parser.add_argument("--agent", default="mcts:variant_I_zero:sims=128", help="the agent spec to time")
     parser.add_argument("--variant", default="I")
     parser.add_argument("--load", type=int, default=2, help="busy processes beside the search (default 2)")
     parser.add_argument("--positions", type=int, default=8)

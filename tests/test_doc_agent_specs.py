@@ -26,7 +26,7 @@ PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 SPEC = re.compile(r"(?<![\w/.$-])(?:alphabeta|classical|mcts|policy|sb3)(?::[^\s`'\"),;]+)?")
 NOTATION = ("PATH", "NAME", "DEPTH", "[", "...", "$(")
-SHIPPED = ("variant_I", "variant_II")
+SHIPPED = ("variant_I", "variant_II", "variant_I_zero", "variant_II_zero")
 
 
 def shown_specs() -> "dict[str, set[str]]":

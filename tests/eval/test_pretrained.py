@@ -32,6 +32,16 @@ def test_pretrained_returns_the_shipped_checkpoint_of_the_variant(variant, name)
     assert path.with_suffix(".md").is_file()  # the model card beside it
 
 
+@pytest.mark.parametrize("variant", ["I", "II"])
+def test_the_agent_learned_from_zero_ships_beside_the_strongest(variant):
+    path = stapel_rl.pretrained(variant, from_zero=True)
+    assert path == bundled.CHECKPOINT_DIR / f"variant_{variant}_zero.pt"
+    data = checkpoint.load(path)
+    assert data["variant"] == variant and "warm_start" not in data
+    assert path.with_suffix(".md").is_file()
+    assert bundled.resolve_checkpoint(f"variant_{variant}_zero") == str(path)
+
+
 def test_pretrained_rejects_an_unknown_variant():
     with pytest.raises(ValueError, match="unknown variant 'III'"):
         stapel_rl.pretrained("III")
@@ -42,7 +52,13 @@ def test_names_resolve_to_the_bundled_agents_unless_a_file_of_that_name_exists(t
     assert bundled.resolve_checkpoint("variant_I") == str(stapel_rl.pretrained("I"))
     assert bundled.resolve_checkpoint("variant_II") == str(stapel_rl.pretrained("II"))
     # Anything else is a path, as given.
-    for path in ("variant_III", "variant_I.pt", "runs/x/ckpt_00000001.pt", "checkpoints/variant_I.pt"):
+    for path in (
+        "variant_III",
+        "variant_I.pt",
+        "variant_I_warm",
+        "runs/x/ckpt_00000001.pt",
+        "checkpoints/variant_I.pt",
+    ):
         assert bundled.resolve_checkpoint(path) == path
     (tmp_path / "variant_I").write_bytes(b"mine")
     assert bundled.resolve_checkpoint("variant_I") == "variant_I"
@@ -53,7 +69,7 @@ def test_names_resolve_to_the_bundled_agents_unless_a_file_of_that_name_exists(t
 def test_agent_specs_accept_the_names_from_any_directory(tmp_path, monkeypatch, variant):
     monkeypatch.chdir(tmp_path)
     state = init(variant, 3)
-    for spec in (f"mcts:variant_{variant}:sims=4", f"policy:variant_{variant}"):
+    for spec in (f"mcts:variant_{variant}:sims=4", f"policy:variant_{variant}", f"mcts:variant_{variant}_zero:sims=4"):
         agent = make_agent(spec)
         assert agent.name == spec
         actions = agent(state, np.random.default_rng(0))

@@ -1,7 +1,7 @@
 """The fast inference path: batch norm folded, bf16, compared with fp32 on trained networks and real positions.
 
-Both trained networks are real: ``checkpoints/variant_I.pt`` (the committed
-Variant I agent, 4x32 on the 10x10 grid) and ``tests/data/small_compact_I.pt``
+Both trained networks are real: ``checkpoints/variant_I_zero.pt`` (the committed
+Variant I agent learned from zero, 4x32 on the 10x10 grid) and ``tests/data/small_compact_I.pt``
 (4x32 on the 10x5 compact layout, 12 minutes of ``stapel-train`` on Variant I).
 """
 
@@ -20,7 +20,7 @@ from stapel_rl.train.trainer import OptimConfig, Trainer
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRAINED = {
-    "grid": ROOT / "checkpoints" / "variant_I.pt",
+    "grid": ROOT / "checkpoints" / "variant_I_zero.pt",
     "compact": ROOT / "tests" / "data" / "small_compact_I.pt",
 }
 

@@ -24,7 +24,7 @@ from stapel_rl.models.checkpoint import load_network
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 TRAINED = {
-    "grid": ROOT / "checkpoints" / "variant_I.pt",
+    "grid": ROOT / "checkpoints" / "variant_I_zero.pt",
     "compact": ROOT / "tests" / "data" / "small_compact_I.pt",
 }
 needs_onnx = pytest.mark.skipif(not fused.onnx_available(), reason="the fast extra (onnx, onnxruntime) is absent")

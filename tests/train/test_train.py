@@ -342,16 +342,21 @@ def test_a_run_from_init_weights_starts_from_that_network(tmp_path):
 
 def test_init_weights_of_another_variant_or_network_is_a_clear_error():
     small = PRESETS["small"].for_variant(get_variant("I"))
-    weights = checkpoint.load_weights("variant_I", small, "I")
+    weights = checkpoint.load_weights("variant_I_zero", small, "I")
     assert weights.keys() == PolicyValueNet(small).state_dict().keys()
     with pytest.raises(ValueError, match="plays Variant I, this run Variant II"):
-        checkpoint.load_weights("variant_I", PRESETS["small"].for_variant(get_variant("II")), "II")
+        checkpoint.load_weights("variant_I_zero", PRESETS["small"].for_variant(get_variant("II")), "II")
     with pytest.raises(ValueError, match=r"another network .*blocks: 4 \(checkpoint\) != 2 \(run\)"):
-        checkpoint.load_weights("variant_I", PRESETS["tiny"].for_variant(get_variant("I")), "I")
-    # The shipped agent predates value_head: its network has the default head, not a pooling one.
+        checkpoint.load_weights("variant_I_zero", PRESETS["tiny"].for_variant(get_variant("I")), "I")
+    # The agent learned from zero predates value_head: its network has the default head, not a pooling one.
     pooled = dataclasses.replace(small, value_head="pool")
     with pytest.raises(ValueError, match=r"value_head: plane \(checkpoint\) != pool \(run\)"):
-        checkpoint.load_weights("variant_I", pooled, "I")
+        checkpoint.load_weights("variant_I_zero", pooled, "I")
+    # The strongest shipped agent is the warm start's 6x64 compact network with a pooling value head.
+    warm = dataclasses.replace(PRESETS["default"].for_variant(get_variant("I")), layout="compact", value_head="pool")
+    assert checkpoint.load_weights("variant_I", warm, "I").keys() == PolicyValueNet(warm).state_dict().keys()
+    with pytest.raises(ValueError, match=r"blocks: 6 \(checkpoint\) != 4 \(run\); channels: 64 \(checkpoint\)"):
+        checkpoint.load_weights("variant_I", small, "I")
 
 
 @pytest.mark.slow

@@ -65,8 +65,9 @@ def test_agents_lists_baselines_and_committed_checkpoints(client):
         "classical:time=1:eval=nnue",
     ]
     assert data["baselines"] == baselines
-    assert data["agents"] == baselines + ["mcts:variant_I", "policy:variant_I", "mcts:variant_II", "policy:variant_II"]
-    assert data["checkpoints"] == [{"name": "variant_I", "variant": "I"}, {"name": "variant_II", "variant": "II"}]
+    names = ["variant_I", "variant_II", "variant_II_zero", "variant_I_zero"]  # the files, sorted
+    assert data["agents"] == baselines + [f"{kind}:{name}" for name in names for kind in ("mcts", "policy")]
+    assert data["checkpoints"] == [{"name": name, "variant": name.split("_")[1]} for name in names]
     assert data["analysis"] == {"I": "mcts:variant_I", "II": "mcts:variant_II"}
 
 

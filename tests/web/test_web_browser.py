@@ -191,7 +191,7 @@ def test_a_move_against_the_classical_engine_with_its_learned_evaluation(page, u
     open_game(page, url, agent="random", seed=0)
     # The menu offers every baseline, the engine with eval=nnue at each of its times among them.
     options = page.eval_on_selector_all("#agent option", "els => els.map(e => e.value)")
-    assert options == [*BASELINES, "mcts:variant_I", "policy:variant_I"]
+    assert options == [*BASELINES, "mcts:variant_I", "policy:variant_I", "mcts:variant_I_zero", "policy:variant_I_zero"]
     assert {"classical:time=0.1:eval=nnue", "classical:time=0.5:eval=nnue", "classical:time=1:eval=nnue"} <= set(
         options
     )
