@@ -56,7 +56,7 @@ def test_stapel_sprt_plays_in_two_processes(capsys):
         run_sprt("greedy", "random", get_variant("I"), SPRT(), 0, 4, 4, seed=0)
 
 
-def test_ctrl_c_while_waiting_on_workers_is_raised_only_where_checked():
+def test_ctrl_c_while_waiting_on_workers_is_raised_only_where_checked(python_sigint):
     # Raised anywhere, it can leave an executor's lock held and the interpreter's exit waiting forever.
     with pytest.raises(KeyboardInterrupt), DeferredInterrupt() as ctrl_c:
         ctrl_c.check()  # nothing pressed yet
@@ -70,3 +70,11 @@ def test_ctrl_c_while_waiting_on_workers_is_raised_only_where_checked():
     with DeferredInterrupt() as ctrl_c:
         pass
     assert not ctrl_c.pressed and signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_while_waiting(python_sigint):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a job in the background
+    with DeferredInterrupt() as ctrl_c:
+        signal.raise_signal(signal.SIGINT)
+        assert not ctrl_c.pressed and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN

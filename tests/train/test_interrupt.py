@@ -13,7 +13,7 @@ from stapel_rl.train.interrupt import RunStopped, StopRequest
 TINY = ["model=tiny", "train=tiny", "mcts.num_simulations=4", "train.threads=1"]
 
 
-def test_a_first_sigint_asks_a_second_stops(capsys):
+def test_a_first_sigint_asks_a_second_stops(capsys, python_sigint):
     stop = StopRequest("stopping").install()
     try:
         signal.raise_signal(signal.SIGINT)
@@ -26,16 +26,13 @@ def test_a_first_sigint_asks_a_second_stops(capsys):
     assert isinstance(RunStopped("x.pt"), KeyboardInterrupt) and RunStopped("x.pt").checkpoint == "x.pt"
 
 
-def test_a_process_that_ignores_sigint_keeps_ignoring_it():
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a job in the background
-    try:
-        stop = StopRequest("stopping").install()
-        signal.raise_signal(signal.SIGINT)
-        assert not stop.requested and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-        stop.restore()
-        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
-    finally:
-        signal.signal(signal.SIGINT, previous)
+def test_a_process_that_ignores_sigint_keeps_ignoring_it(python_sigint):
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # as a shell starts a job in the background
+    stop = StopRequest("stopping").install()
+    signal.raise_signal(signal.SIGINT)
+    assert not stop.requested and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    stop.restore()
+    assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
 
 
 @pytest.mark.slow
