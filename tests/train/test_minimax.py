@@ -210,10 +210,15 @@ def test_the_default_panel_holds_the_variants_mcts_agent_at_the_runs_match_time(
             "classical:time=0.1",
             "classical:time=0.1:eval=nnue",
             "alphabeta:2",
-            f"mcts:variant_{name}:time=0.1",
+            f"mcts:variant_{name}_zero:time=0.1",
         ]
     panel = list(config("minimax=default", "minimax.match_time=0.05").minimax.panel)
-    assert panel == ["classical:time=0.05", "classical:time=0.05:eval=nnue", "alphabeta:2", "mcts:variant_I:time=0.05"]
+    assert panel == [
+        "classical:time=0.05",
+        "classical:time=0.05:eval=nnue",
+        "alphabeta:2",
+        "mcts:variant_I_zero:time=0.05",
+    ]
 
 
 def test_from_zero_the_search_has_no_hand_written_terms(tmp_path):
