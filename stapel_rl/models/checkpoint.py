@@ -103,9 +103,15 @@ def load_weights(path: "str | os.PathLike", config: NetworkConfig, variant: str)
     # A key the checkpoint lacks was added to the shape later: the checkpoint's network has its default.
     saved = {**dataclasses.asdict(NetworkConfig()), **data.get("model_config", {})}
     wanted = dataclasses.asdict(config)
-    differ = [f"{k}: {saved.get(k)} (checkpoint) != {v} (run)" for k, v in wanted.items() if saved.get(k) != v]
-    if differ:
-        raise ValueError(f"{str(path)!r} holds another network than this run's model config: " + "; ".join(differ))
+    keys = [k for k, v in wanted.items() if saved.get(k) != v]
+    if keys:
+        differ = "; ".join(f"{k}: {saved.get(k)} (checkpoint) != {wanted[k]} (run)" for k in keys)
+        # points_head follows the variant, which is checked above: the other keys are the overrides to give.
+        overrides = " ".join(f"model.{k}={saved[k]}" for k in keys if k != "points_head")
+        raise ValueError(
+            f"{str(path)!r} holds another network than this run's model config: {differ}"
+            + (f" (to start from it, add {overrides})" if overrides else "")
+        )
     return data["model"]
 
 

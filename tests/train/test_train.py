@@ -355,8 +355,12 @@ def test_init_weights_of_another_variant_or_network_is_a_clear_error():
     # The strongest shipped agent is the warm start's 6x64 compact network with a pooling value head.
     warm = dataclasses.replace(PRESETS["default"].for_variant(get_variant("I")), layout="compact", value_head="pool")
     assert checkpoint.load_weights("variant_I", warm, "I").keys() == PolicyValueNet(warm).state_dict().keys()
-    with pytest.raises(ValueError, match=r"blocks: 6 \(checkpoint\) != 4 \(run\); channels: 64 \(checkpoint\)"):
+    with pytest.raises(
+        ValueError, match=r"blocks: 6 \(checkpoint\) != 4 \(run\); channels: 64 \(checkpoint\)"
+    ) as error:
         checkpoint.load_weights("variant_I", small, "I")
+    overrides = "model.blocks=6 model.channels=64 model.layout=compact model.value_head=pool"
+    assert str(error.value).endswith(f"(to start from it, add {overrides})")
 
 
 @pytest.mark.slow
