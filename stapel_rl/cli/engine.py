@@ -426,7 +426,8 @@ def main(argv: "list[str] | None" = None) -> int:
         default="random",
         help="agent spec: random, greedy, alphabeta[:DEPTH], classical[:time=S][:eval=nnue|FILE], "
         "mcts:PATH[:sims=N][:time=S], policy:PATH, sb3:PATH; "
-        "PATH variant_I or variant_II: the agents shipped with stapel-rl (docs/evaluation.md lists every option)",
+        "PATH variant_I or variant_II: the strongest agents shipped with stapel-rl, variant_I_zero or "
+        "variant_II_zero: those learned from zero (docs/evaluation.md lists every option)",
     )
     parser.add_argument("--variant", default="I", help="I or II (default I)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the agent's random generator (default 0)")

@@ -21,8 +21,9 @@ games). Agents are named by short specs on the command line:
     sb3:PATH[:deterministic=true|false]
                                 a saved sb3-contrib MaskablePPO policy (the extra "sb3")
 
-PATH may be ``variant_I`` or ``variant_II``, the trained agents shipped in the
-package (``stapel_rl.pretrained``); a file of that name in the working
+PATH may be ``variant_I`` or ``variant_II``, the strongest trained agents shipped
+in the package, or ``variant_I_zero``/``variant_II_zero``, those learned by
+self-play from zero (``stapel_rl.pretrained``); a file of that name in the working
 directory is an explicit path and wins.
 
 ``time=`` is one budget for every decision of every game, whoever calls the

@@ -2,7 +2,7 @@
 
 Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search][:batch=K]
 [:solver=on|off][:reuse=on|off][:plan=probe|rate][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
-``policy:PATH``, where PATH may also be ``variant_I`` or ``variant_II``, the agents shipped with the
+``policy:PATH``, where PATH may also be ``variant_I``, ``variant_I_zero``, ... the agents shipped with the
 package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
 ``policy_from_spec_args``. The search constants default to those the network was trained with.
 An agent plays the variant its checkpoint was trained on; a game of the other raises ``ValueError``
