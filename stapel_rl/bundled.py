@@ -25,15 +25,22 @@ PACKAGE_DIR = pathlib.Path(__file__).resolve().parent
 CONFIG_DIR = (PACKAGE_DIR / "configs").resolve()
 #: The trained agents (``variant_I.pt``, ``variant_I_zero.pt``, ...) and their model cards.
 CHECKPOINT_DIR = (PACKAGE_DIR / "checkpoints").resolve()
+
+
+def agent_name(variant: "Variant | str", from_zero: bool = False) -> str:
+    """The name of a bundled agent in specs and of its file without ``.pt``: ``variant_I``, ``variant_I_zero``."""
+    return f"variant_{get_variant(variant).name}{'_zero' if from_zero else ''}"
+
+
 #: Checkpoint names that mean a bundled agent, with the variant and whether it learned from zero:
 #: ``variant_I`` -> ("I", False), ``variant_I_zero`` -> ("I", True).
-AGENT_NAMES = {f"variant_{name}{'_zero' if zero else ''}": (name, zero) for name in VARIANTS for zero in (False, True)}
+AGENT_NAMES = {agent_name(name, zero): (name, zero) for name in VARIANTS for zero in (False, True)}
 
 
 def pretrained(variant: "Variant | str" = "I", from_zero: bool = False) -> pathlib.Path:
     """Path of the strongest trained agent shipped for ``variant`` ("I" or "II"), or with ``from_zero``
     of the one learned by self-play from random weights alone; its model card is beside it."""
-    path = CHECKPOINT_DIR / f"variant_{get_variant(variant).name}{'_zero' if from_zero else ''}.pt"
+    path = CHECKPOINT_DIR / f"{agent_name(variant, from_zero)}.pt"
     if not path.is_file():
         raise FileNotFoundError(f"bundled agent {str(path)!r} is missing: the package was built without checkpoints/")
     return path
