@@ -1,7 +1,7 @@
 """Agents backed by a network: ``mcts`` (search, temperature 0) and ``policy`` (raw policy).
 
 Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip|search][:batch=K]
-[:solver=on|off][:reuse=on|off][:plan=probe|rate][:c_puct=X][:c_visit=X][:c_scale=X][:considered=N]`` and
+[:solver=on|off][:reuse=on|off][:plan=probe|rate][:c_puct=X][:c_visit=X][:c_scale=X][:min_span=X][:considered=N]`` and
 ``policy:PATH``, where PATH may also be ``variant_I``, ``variant_I_zero``, ... the agents shipped with the
 package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
 ``policy_from_spec_args``. The search constants default to those the network was trained with.
@@ -251,6 +251,7 @@ CONSTANTS: "dict[str, tuple[str, type]]" = {
     "c_puct": ("c_puct", float),
     "c_visit": ("c_visit", float),
     "c_scale": ("c_scale", float),
+    "min_span": ("min_span", float),
     "considered": ("max_considered", int),
 }
 
@@ -280,7 +281,7 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
         raise ValueError(
             f"unknown mcts agent option(s) {unknown}: use sims=N, time=SECONDS, "
             "algorithm=puct|gumbel, forced=skip|search, batch=K, solver=on|off, reuse=on|off, plan=probe|rate, "
-            "c_puct=X, c_visit=X, c_scale=X, considered=N, ab_depth=N, ab_weight=X, ab_eval=hand|nnue|PATH"
+            "c_puct=X, c_visit=X, c_scale=X, min_span=X, considered=N, ab_depth=N, ab_weight=X, ab_eval=hand|nnue|PATH"
         )
     sims, seconds = _number(options, "sims", int), _number(options, "time", float)
     batch = _number(options, "batch", int) or AGENT_LEAVES_PER_CALL

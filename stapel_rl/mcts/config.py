@@ -22,7 +22,13 @@ class SearchConfig:
         visited. Gumbel: 0 drops the Gumbel noise (deterministic top-k by prior
         and value), any other value keeps it (self-play exploration).
     max_considered: Gumbel: actions sampled at the root (sequential halving over them).
-    c_visit, c_scale: Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q.
+    c_visit, c_scale: Gumbel: sigma(q) = (c_visit + max visits) * c_scale * q, where q is
+        the completed Q rescaled by its range at the node (min to max over the legal children).
+    min_span: Gumbel: the least range sigma rescales by. 1e-8 (mctx's) stretches any spread
+        of Q to [0, 1], so that a child a hair above the others takes all the visits;
+        2, the width of the value range [-1, 1], rescales by the values' bounds instead
+        (differences count at their size); between, spreads narrower than it are not
+        stretched beyond it.
     skip_forced: a new node holds the next decision point: the engine plays
         on through forced actions (``engine.play_forced``: the later leaps of
         the only capture path, an only move) without a node or an evaluator
@@ -57,6 +63,7 @@ class SearchConfig:
     max_considered: int = 16
     c_visit: float = 50.0
     c_scale: float = 0.1
+    min_span: float = 1e-8
     skip_forced: bool = True
     forced_rounds: "int | None" = None
     leaves_per_call: int = 1
@@ -77,6 +84,8 @@ class SearchConfig:
         for name in ("c_puct", "c_scale"):
             if not 0 < getattr(self, name) < float("inf"):
                 raise ValueError(f"{name} must be positive and finite, got {getattr(self, name)}")
+        if not 0 < self.min_span <= 2:
+            raise ValueError(f"min_span must be in (0, 2] (the width of the value range), got {self.min_span}")
         if not 0 <= self.c_visit < float("inf"):
             raise ValueError(f"c_visit must be at least 0 and finite, got {self.c_visit}")
         if not 0 <= self.dirichlet_fraction <= 1:

@@ -80,7 +80,7 @@ class _Visited:
         has_unvisited: ``bool [G]`` some legal child is unvisited.
         visited_prior: ``float32 [G]`` the visited children's total prior.
         mixed: ``float32 [G]`` the completed Q of every unvisited child.
-        low, span: ``float32 [G]`` the least completed Q over legal children and the range (at least 1e-8).
+        low, span: ``float32 [G]`` the least completed Q over legal children and the range (at least ``min_span``).
         coef: ``float32 [G]`` ``(c_visit + max visits) * c_scale``: sigma(q) = coef * (q - low) / span.
     """
 
@@ -104,6 +104,7 @@ class _Visited:
         node: np.ndarray,
         c_visit: float,
         c_scale: float,
+        min_span: float,
     ) -> "_Visited":
         """At distinct expanded nodes ``node`` (flat: game * N + node)."""
         g, a = node.size, tree.children_prior.shape[2]
@@ -137,7 +138,7 @@ class _Visited:
             visited_prior,
             mixed,
             low,
-            np.maximum(high - low, SPAN_FLOOR),
+            np.maximum(high - low, np.float32(min_span)),
             sigma_coefficient(c_visit, c_scale, max_visits),
         )
 
@@ -147,13 +148,13 @@ class _Visited:
 
 
 def _improved_rows(
-    tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float
+    tree: Tree, games: np.ndarray, nodes: np.ndarray, c_visit: float, c_scale: float, min_span: float
 ) -> "tuple[np.ndarray, _Visited]":
     """``softmax(logits + sigma(completed Q))`` ``[G, A]`` at expanded live nodes ``nodes`` of ``games``,
     and their visited children."""
     node = games * tree.capacity + nodes
     logits = log_prior(tree, games, nodes)
-    seen = _Visited.of(tree, node, c_visit, c_scale)
+    seen = _Visited.of(tree, node, c_visit, c_scale, min_span)
     # The unvisited children's sigma for all, then the visited ones'; illegal ones stay -inf.
     z = logits + seen.sigma(seen.mixed)[:, None]
     z.ravel()[seen.flat] = logits.ravel()[seen.flat] + seen.sigma(seen.q, seen.rows)
@@ -200,9 +201,10 @@ class Interior:
     stale: np.ndarray
     c_visit: float
     c_scale: float
+    min_span: float = float(SPAN_FLOOR)
 
     @classmethod
-    def empty(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
+    def empty(cls, tree: Tree, c_visit: float, c_scale: float, min_span: float = float(SPAN_FLOOR)) -> "Interior":
         """No choice made yet: every node's unvisited children to be counted when first chosen at."""
         shape = tree.forced.shape
         return cls(
@@ -213,17 +215,18 @@ class Interior:
             np.ones(shape, bool),
             c_visit,
             c_scale,
+            min_span,
         )
 
     @classmethod
-    def start(cls, tree: Tree, c_visit: float, c_scale: float) -> "Interior":
+    def start(cls, tree: Tree, c_visit: float, c_scale: float, min_span: float = float(SPAN_FLOOR)) -> "Interior":
         """The choices at the nodes of a reused subtree (below the roots).
 
         A node's choice stays what it is now until a simulation passes
         through it, so all are made in one call here rather than level by
         level when the descents first reach them.
         """
-        interior = cls.empty(tree, c_visit, c_scale)
+        interior = cls.empty(tree, c_visit, c_scale, min_span)
         games, nodes = np.nonzero((tree.forced == -1) & (np.arange(tree.capacity) < tree.num_nodes[:, None]))
         inner = np.flatnonzero(nodes > 0)
         if inner.size:
@@ -240,6 +243,7 @@ class Interior:
             tree.node_visits.reshape(-1), tree.raw_values.reshape(-1), tree.num_legal.reshape(-1),
             tree.legal.reshape(-1), self.best.reshape(-1), self.best_prior.reshape(-1), self.mass.reshape(-1),
             self.stale.reshape(-1), self.next_action.reshape(-1), np.float32(self.c_visit), np.float32(self.c_scale),
+            np.float32(self.min_span),
         )  # fmt: skip
 
     def refresh(self, tree: Tree, games: np.ndarray, nodes: np.ndarray) -> None:
@@ -272,7 +276,9 @@ class Interior:
         self.stale[games, tree.parents[games, nodes]] = True
 
 
-def root_policy(tree: Tree, c_visit: float, c_scale: float) -> "tuple[np.ndarray, np.ndarray]":
+def root_policy(
+    tree: Tree, c_visit: float, c_scale: float, min_span: float = float(SPAN_FLOOR)
+) -> "tuple[np.ndarray, np.ndarray]":
     """The training targets at the roots: the improved policy ``[B, A]`` and its value ``[B]`` (0 where
     the game is over).
 
@@ -286,7 +292,7 @@ def root_policy(tree: Tree, c_visit: float, c_scale: float) -> "tuple[np.ndarray
     value = np.zeros(tree.batch_size, np.float32)
     live = np.flatnonzero(tree.num_legal[:, 0] > 0)
     if live.size:
-        rows, seen = _improved_rows(tree, live, np.zeros_like(live), c_visit, c_scale)
+        rows, seen = _improved_rows(tree, live, np.zeros_like(live), c_visit, c_scale, min_span)
         on_visited = rows.ravel()[seen.flat]
         visited_mass = np.bincount(seen.rows, on_visited, minlength=live.size)
         visited_value = np.bincount(seen.rows, on_visited * seen.q, minlength=live.size)
@@ -304,6 +310,7 @@ class Gumbel:
     interior: Interior
     c_visit: float
     c_scale: float
+    min_span: float = float(SPAN_FLOOR)
 
     @classmethod
     def start(cls, tree: Tree, config: SearchConfig, rng: np.random.Generator, base_visits: np.ndarray) -> "Gumbel":
@@ -311,10 +318,9 @@ class Gumbel:
         legal = tree.legal[:, 0]
         scale = 1.0 if config.temperature > 0 else 0.0
         noise = np.where(legal, scale * rng.gumbel(size=legal.shape), -np.inf).astype(np.float32)
-        root = halving.Root.start(
-            tree, noise, base_visits, config.max_considered, config.num_simulations, config.c_visit, config.c_scale
-        )
-        return cls(root, Interior.start(tree, config.c_visit, config.c_scale), config.c_visit, config.c_scale)
+        c = config.c_visit, config.c_scale, config.min_span
+        root = halving.Root.start(tree, noise, base_visits, config.max_considered, config.num_simulations, *c)
+        return cls(root, Interior.start(tree, *c), *c)
 
     def node_actions(self) -> np.ndarray:
         return self.interior.next_action
@@ -357,6 +363,6 @@ class Gumbel:
 
     def choose(self, tree: Tree, rng: np.random.Generator) -> "tuple[np.ndarray, np.ndarray, np.ndarray]":
         """Sequential halving's pick; the policy target is the improved policy, the value its expected Q."""
-        policy, search_value = root_policy(tree, self.c_visit, self.c_scale)
+        policy, search_value = root_policy(tree, self.c_visit, self.c_scale, self.min_span)
         search_value = np.where(tree.num_legal[:, 0] > 0, search_value, tree.node_values[:, 0])
         return self.root.final_action(tree), policy, search_value

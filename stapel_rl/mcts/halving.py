@@ -79,6 +79,7 @@ class Root:
             in the tree's ``[B, N, A]`` arrays; ``considered_base`` ``int32 [F, M]``, ``considered_score``
             ``float32 [F, M]``: ``base_visits``, ``score`` there.
         chosen: ``int64 [F]`` the actions of the last ``select``.
+        c_visit, c_scale, min_span: sigma's constants (``SearchConfig``).
     """
 
     games: np.ndarray
@@ -104,6 +105,7 @@ class Root:
     chosen: np.ndarray
     c_visit: float
     c_scale: float
+    min_span: float = float(SPAN_FLOOR)
 
     @classmethod
     def start(
@@ -115,6 +117,7 @@ class Root:
         num_simulations: int,
         c_visit: float,
         c_scale: float,
+        min_span: float = float(SPAN_FLOOR),
     ) -> "Root":
         """The root state before the first simulation; ``gumbel``: ``[B, A]`` noise, -inf on illegal actions."""
         games = np.flatnonzero(tree.forced[:, 0] == -1)
@@ -150,10 +153,11 @@ class Root:
             chosen=np.zeros(games.size, np.int64),
             c_visit=c_visit,
             c_scale=c_scale,
+            min_span=min_span,
         )
 
     def _scales(self, tree: Tree) -> "tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]":
-        """Mixed value, min completed Q, its span (at least 1e-8) and sigma's coefficient, each ``[F]``."""
+        """Mixed value, min completed Q, its span (at least ``min_span``) and sigma's coefficient, each ``[F]``."""
         total = (tree.node_visits[self.games, 0] - 1).astype(np.float32)
         mixed = mixed_value(tree.raw_values[self.games, 0], total, self.visited_prior, self.prior_q.sum(axis=1))
         some_unvisited = self.num_visited < self.num_legal
@@ -161,7 +165,7 @@ class Root:
         low = np.where(some_unvisited, np.minimum(low, mixed), low)
         high = np.where(some_unvisited, np.maximum(high, mixed), high)
         coef = sigma_coefficient(self.c_visit, self.c_scale, self.max_visits.astype(np.float32))
-        return mixed, low, np.maximum(high - low, SPAN_FLOOR), coef
+        return mixed, low, np.maximum(high - low, np.float32(self.min_span)), coef
 
     def select(self, tree: Tree, simulation: "int | np.ndarray") -> np.ndarray:
         """Root action ``[F]`` of simulation number ``simulation`` (or ``int [B]``: each game's): the best

@@ -17,7 +17,7 @@ import numpy as np
 from numba import njit
 
 from stapel_rl.mcts.numpy_rounding import exp32_scalar, log32_scalar, mixed_value_scalar, pairwise_sum
-from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SPAN_FLOOR, TINY_PRIOR
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, TINY_PRIOR
 
 
 @njit(cache=True, nogil=True)
@@ -66,10 +66,10 @@ def _recount_unvisited(x, a, count, actions, children_prior, num_legal, legal, b
 @njit(cache=True, nogil=True)
 def choose(
     node, capacity, children_index, children_prior, children_values, node_visits, raw_values,
-    num_legal, legal, best, best_prior, mass, stale, next_action, c_visit, c_scale,
+    num_legal, legal, best, best_prior, mass, stale, next_action, c_visit, c_scale, min_span,
 ):  # fmt: skip
     """``gumbel.Interior.choose`` at distinct flat nodes ``node`` with a choice: the tree's arrays and
-    ``Interior``'s, all flat over ``[B, N]`` (or ``[B, N, A]``); ``c_visit``, ``c_scale`` float32.
+    ``Interior``'s, all flat over ``[B, N]`` (or ``[B, N, A]``); ``c_visit``, ``c_scale``, ``min_span`` float32.
     Recounts the stale nodes' unvisited children, remembers and returns the actions ``int64 [G]``."""
     a = children_index.size // node_visits.size
     out = np.empty(node.size, np.int64)
@@ -101,7 +101,7 @@ def choose(
             q = children_values[x * a + actions[k]]
             low, high = min(low, q), max(high, q)
             most = max(most, np.float32(node_visits[base + nodes[k]]))
-        span = max(high - low, SPAN_FLOOR)
+        span = max(high - low, min_span)
         coef = (c_visit + most) * c_scale
         # Improved policy minus visit share, over the visited children and the best unvisited one.
         unvisited_sigma = coef * ((mixed - low) / span)

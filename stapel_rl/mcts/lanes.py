@@ -123,7 +123,7 @@ class _Step:
             root.prior_visited, root.visited_prior, root.prior_q, root.q_low, root.q_high, root.num_visited,
             root.num_legal, root.max_visits, root.considered, root.considered_at, root.considered_base,
             root.considered_score, root.has_considered, root.chosen,
-            np.float32(root.c_visit), np.float32(root.c_scale),
+            np.float32(root.c_visit), np.float32(root.c_scale), np.float32(root.min_span),
         )  # fmt: skip
         return self._recorded(records)
 

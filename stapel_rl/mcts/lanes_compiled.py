@@ -20,13 +20,14 @@ import numpy as np
 from numba import njit
 
 from stapel_rl.mcts.numpy_rounding import mixed_value_scalar, pairwise_sum
-from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF, SPAN_FLOOR
+from stapel_rl.mcts.qtransforms import NEG_INF, POS_INF
 
 
 @njit(cache=True, nogil=True)
 def _scales(
-    f, root_visits, raw, prior_q, visited_prior, q_low, q_high, num_visited, num_legal, max_visits, c_visit, c_scale
-):
+    f, root_visits, raw, prior_q, visited_prior, q_low, q_high, num_visited, num_legal, max_visits, c_visit, c_scale,
+    min_span,
+):  # fmt: skip
     """``halving.Root._scales`` for root row ``f``: mixed value, low, span, sigma's coefficient."""
     a = prior_q.shape[1]
     total = np.float32(root_visits - 1)
@@ -39,7 +40,7 @@ def _scales(
     if num_visited[f] < num_legal[f]:
         low, high = min(low, mixed), max(high, mixed)
     coef = (c_visit + np.float32(max_visits[f])) * c_scale
-    return mixed, low, max(high - low, SPAN_FLOOR), coef
+    return mixed, low, max(high - low, min_span), coef
 
 
 @njit(cache=True, nogil=True)
@@ -169,7 +170,7 @@ def root_rounds(
     games, score, fresh_score, targets, base_visits, inherited, prior, prior_visited, visited_prior,
     prior_q, q_low, q_high, num_visited, num_legal, max_visits,
     considered, considered_at, considered_base, considered_score, has_considered, chosen,
-    c_visit, c_scale,
+    c_visit, c_scale, min_span,
 ):  # fmt: skip
     """All roots' rounds of one step; ``arrays`` as ``take_lanes`` takes them, the others the roots' and the
     ``halving.Root``'s, all changed in place as the numpy rounds change them.
@@ -196,7 +197,7 @@ def root_rounds(
                 target = targets[f, simulation]
                 mixed, low, span, coef = _scales(
                     f, node_visits[root], node_raw[game * capacity], prior_q, visited_prior,
-                    q_low, q_high, num_visited, num_legal, max_visits, c_visit, c_scale,
+                    q_low, q_high, num_visited, num_legal, max_visits, c_visit, c_scale, min_span,
                 )  # fmt: skip
                 best, best_score = 0, NEG_INF
                 if target == 0:

@@ -14,7 +14,7 @@ NEG_INF = np.float32(-np.inf)
 POS_INF = np.float32(np.inf)
 TINY_PRIOR = np.float32(1e-30)
 SMALLEST = np.finfo(np.float32).smallest_subnormal
-#: The least span of completed Q that sigma divides by.
+#: The least span of completed Q that sigma divides by, unless the search says another (``SearchConfig.min_span``).
 SPAN_FLOOR = np.float32(1e-8)
 
 

@@ -18,11 +18,14 @@ def test_the_defaults_are_the_networks_training_constants():
 
 
 def test_each_constant_is_set_by_the_spec():
-    config = make_agent("mcts:variant_I:c_puct=2.5:c_visit=0:c_scale=0.01:considered=8:sims=32").config
-    assert (config.c_puct, config.c_visit, config.c_scale, config.max_considered) == (2.5, 0.0, 0.01, 8)
+    config = make_agent("mcts:variant_I:c_puct=2.5:c_visit=0:c_scale=0.01:min_span=2:considered=8:sims=32").config
+    assert (config.c_puct, config.c_visit, config.c_scale, config.min_span, config.max_considered) == (
+        2.5, 0.0, 0.01, 2.0, 8
+    )  # fmt: skip
     untouched = make_agent("mcts:variant_I:sims=32").config
+    assert untouched.min_span == 1e-8  # the networks were trained before the option: mctx's floor
     changed = {f.name for f in dataclasses.fields(config) if getattr(config, f.name) != getattr(untouched, f.name)}
-    assert changed == {"c_puct", "c_visit", "c_scale", "max_considered"}
+    assert changed == {"c_puct", "c_visit", "c_scale", "min_span", "max_considered"}
 
 
 @pytest.mark.parametrize(
@@ -32,6 +35,8 @@ def test_each_constant_is_set_by_the_spec():
         ("c_puct=-1", "c_puct must be positive and finite, got -1.0"),
         ("c_visit=-5", "c_visit must be at least 0 and finite, got -5.0"),
         ("c_scale=nan", "c_scale must be positive and finite, got nan"),
+        ("min_span=2.5", "min_span must be in (0, 2] (the width of the value range), got 2.5"),
+        ("min_span=0", "min_span must be in (0, 2] (the width of the value range), got 0.0"),
         ("considered=0", "max_considered must be at least 1, got 0 (option considered=)"),
         ("considered=2.5", "mcts agent option considered='2.5' is not a whole number"),
         ("c_puct=big", "mcts agent option c_puct='big' is not a number"),

@@ -139,6 +139,19 @@ def test_compiled_steps_leave_the_numpy_steps_trees(leaves, temperature, conside
         np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
 
 
+@pytest.mark.parametrize("min_span", [0.1, 2.0])
+def test_compiled_steps_with_a_span_floor_leave_the_numpy_steps_trees(min_span):
+    state = mixed_batch(3)
+    kw = {"leaves_per_call": 5, "temperature": 1.0, "max_considered": 8, "min_span": min_span}
+    fast, plain = searched(state, True, 45, **kw), searched(state, False, 45, **kw)
+    assert_same_trees(fast.tree, plain.tree)
+    for name in ("action", "policy", "visits", "search_value"):
+        np.testing.assert_array_equal(getattr(fast, name), getattr(plain, name), err_msg=name)
+    assert not np.array_equal(
+        fast.tree.children_visits, searched(state, True, 45, **{**kw, "min_span": 1e-8}).tree.children_visits
+    )
+
+
 @pytest.mark.parametrize("leaves", [3, 16])
 def test_compiled_lane_moves_under_puct_leave_the_numpy_trees(leaves):
     state = mixed_batch(leaves)

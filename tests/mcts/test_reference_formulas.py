@@ -38,51 +38,52 @@ def reference_completed_q(tree, games, nodes):
     return np.where(visits > 0, q, mixed[:, None])
 
 
-def reference_sigma(tree, games, nodes, c_visit, c_scale):
+def reference_sigma(tree, games, nodes, c_visit, c_scale, min_span=1e-8):
     visits = tree.children_visits[games, nodes].astype(np.float32)
     legal = tree.legal[games, nodes]
     completed = reference_completed_q(tree, games, nodes)
     low = np.where(legal, completed, np.inf).min(axis=1, keepdims=True)
     high = np.where(legal, completed, -np.inf).max(axis=1, keepdims=True)
-    scaled = (completed - low) / np.maximum(high - low, 1e-8)
+    scaled = (completed - low) / np.maximum(high - low, min_span)
     return ((c_visit + visits.max(axis=1, keepdims=True)) * c_scale * scaled).astype(np.float32)
 
 
-def reference_improved_policy(tree, games, nodes, c_visit, c_scale):
-    z = reference_log_prior(tree, games, nodes) + reference_sigma(tree, games, nodes, c_visit, c_scale)
+def reference_improved_policy(tree, games, nodes, c_visit, c_scale, min_span=1e-8):
+    z = reference_log_prior(tree, games, nodes) + reference_sigma(tree, games, nodes, c_visit, c_scale, min_span)
     z = z - np.max(z, axis=1, keepdims=True, initial=-1e30, where=np.isfinite(z))
     e = np.where(np.isfinite(z), np.exp(z), 0.0)
     total = e.sum(axis=1, keepdims=True)
     return np.divide(e, total, out=np.zeros_like(e), where=total > 0).astype(np.float32)
 
 
-def reference_interior_scores(tree, games, nodes, c_visit, c_scale):
-    policy = reference_improved_policy(tree, games, nodes, c_visit, c_scale)
+def reference_interior_scores(tree, games, nodes, c_visit, c_scale, min_span=1e-8):
+    policy = reference_improved_policy(tree, games, nodes, c_visit, c_scale, min_span)
     visits = tree.children_visits[games, nodes].astype(np.float32)
     share = visits / (1.0 + visits.sum(axis=1, keepdims=True))
     return np.where(tree.legal[games, nodes], policy - share, -np.inf)
 
 
-def assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale):
+def assert_best_interior_choice(tree, games, nodes, chosen, c_visit, c_scale, min_span=1e-8):
     """``chosen`` scores within 1e-6 of the plain formula's best at every node (the fast choice rounds
     differently, so it may take another action only at a near-tie); returns how many choices differ."""
-    scores = reference_interior_scores(tree, games, nodes, c_visit, c_scale)
+    scores = reference_interior_scores(tree, games, nodes, c_visit, c_scale, min_span)
     picked = scores[np.arange(games.size), chosen]
     best = scores.max(axis=1)
     assert (picked >= best - 1e-6).all(), f"choice {(best - picked).max():.3g} below the best score"
     return int((chosen != scores.argmax(axis=1)).sum())
 
 
-def reference_root_scores(tree, noise, c_visit, c_scale):
+def reference_root_scores(tree, noise, c_visit, c_scale, min_span=1e-8):
     games, roots = np.arange(tree.batch_size), np.zeros(tree.batch_size, np.int64)
-    return noise + reference_log_prior(tree, games, roots) + reference_sigma(tree, games, roots, c_visit, c_scale)
+    sigma = reference_sigma(tree, games, roots, c_visit, c_scale, min_span)
+    return noise + reference_log_prior(tree, games, roots) + sigma
 
 
 class ReferenceRoot:
     """Stands in for ``halving.Root``: rescores every root action at every simulation."""
 
-    def __init__(self, tree, noise, base_visits, max_considered, num_simulations, c_visit, c_scale):
-        self.noise, self.base_visits, self.c = noise, base_visits, (c_visit, c_scale)
+    def __init__(self, tree, noise, base_visits, max_considered, num_simulations, c_visit, c_scale, min_span=1e-8):
+        self.noise, self.base_visits, self.c = noise, base_visits, (c_visit, c_scale, min_span)
         self.table = halving.considered_table(max_considered, num_simulations)
         self.max_considered = max_considered
         self.games = np.flatnonzero(~tree.terminal[:, 0] & (tree.legal[:, 0].sum(axis=1) > 1))
@@ -107,10 +108,10 @@ class ReferenceRoot:
 INTERIOR, CHOOSE = gumbel.Interior, gumbel.Interior.choose  # as the package has them (tests patch them)
 
 
-def fresh_choice(tree, games, nodes, c_visit, c_scale):
+def fresh_choice(tree, games, nodes, c_visit, c_scale, min_span=1e-8):
     """The search's in-tree choice at distinct ``nodes`` of ``games`` with nothing kept from before: every
     node's unvisited children counted anew."""
-    return CHOOSE(INTERIOR.empty(tree, c_visit, c_scale), tree, games, nodes)
+    return CHOOSE(INTERIOR.empty(tree, c_visit, c_scale, min_span), tree, games, nodes)
 
 
 def reference_unvisited(tree, games, nodes):
@@ -137,8 +138,8 @@ def assert_kept_counts(interior, tree, games, nodes):
 class ReferenceInterior:
     """Stands in for ``gumbel.Interior``: chooses (``fresh_choice``) when the descent reaches the node."""
 
-    def __init__(self, tree, c_visit, c_scale):
-        self.c, self.tree = (c_visit, c_scale), tree
+    def __init__(self, tree, c_visit, c_scale, min_span=1e-8):
+        self.c, self.tree = (c_visit, c_scale, min_span), tree
 
     start = classmethod(lambda cls, *args: cls(*args))
 
@@ -156,10 +157,10 @@ class ReferenceInterior:
         pass
 
 
-def reference_root_policy(tree, c_visit, c_scale):
+def reference_root_policy(tree, c_visit, c_scale, min_span=1e-8):
     games = np.arange(tree.batch_size)
     roots = np.zeros_like(games)
-    policy = reference_improved_policy(tree, games, roots, c_visit, c_scale)
+    policy = reference_improved_policy(tree, games, roots, c_visit, c_scale, min_span)
     value = np.where(tree.legal[games, roots], policy * reference_completed_q(tree, games, roots), 0).sum(axis=1)
     return policy, value
 
@@ -206,12 +207,27 @@ def searches_with_reuse(state, evaluator, cfg, seed):
     ids=["uniform", "random", "sharp", "near-ties"],
 )
 @pytest.mark.parametrize(
-    "variant, sims, max_considered, temperature",
-    [(VARIANT_I, 5, 16, 1.0), (VARIANT_I, 16, 4, 1.0), (VARIANT_I, 48, 16, 1.0), (VARIANT_II, 32, 8, 0.0)],
+    "variant, sims, max_considered, temperature, min_span",
+    [
+        (VARIANT_I, 5, 16, 1.0, 1e-8),
+        (VARIANT_I, 16, 4, 1.0, 1e-8),
+        (VARIANT_I, 48, 16, 1.0, 1e-8),
+        (VARIANT_II, 32, 8, 0.0, 1e-8),
+        (VARIANT_I, 48, 16, 0.0, 2.0),
+        (VARIANT_II, 32, 8, 1.0, 0.1),
+    ],
 )
-def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_considered, temperature, monkeypatch):
+def test_gumbel_selection_matches_reference(
+    evaluator, variant, sims, max_considered, temperature, min_span, monkeypatch
+):
     s = random_positions(variant, 24, 20 if variant == VARIANT_I else 9, seed=sims)
-    cfg = SearchConfig(num_simulations=sims, algorithm="gumbel", max_considered=max_considered, temperature=temperature)
+    cfg = SearchConfig(
+        num_simulations=sims,
+        algorithm="gumbel",
+        max_considered=max_considered,
+        temperature=temperature,
+        min_span=min_span,
+    )
     fast = searches_with_reuse(s, evaluator, cfg, seed=sims)
 
     choices = []
@@ -220,7 +236,8 @@ def test_gumbel_selection_matches_reference(evaluator, variant, sims, max_consid
         # What ``Interior`` kept of each node's unvisited children, against a recount from the tree.
         chosen = CHOOSE(interior, tree, games, nodes)
         assert_kept_counts(interior, tree, games, nodes)
-        choices.append(assert_best_interior_choice(tree, games, nodes, chosen, interior.c_visit, interior.c_scale))
+        c = interior.c_visit, interior.c_scale, interior.min_span
+        choices.append(assert_best_interior_choice(tree, games, nodes, chosen, *c))
         return chosen
 
     # Each batched interior choice, against the plain formula on the same tree.
@@ -324,6 +341,21 @@ def test_gumbel_interior_choice_scores_the_formulas_best():
     left = legal & (visits == 0)
     lost = left.any(axis=1) & (np.where(left, prior, 0).max(axis=1) == 0)  # every unvisited prior is 0
     assert unvisited.sum() > 200 and lost.sum() > 500 and (~left.any(axis=1)).sum() > 900
+
+
+def test_min_span_keeps_a_hair_of_q_from_taking_every_visit():
+    """One visited child a thousandth above the node's value: rescaled by its own range (1e-8) it takes
+    the next visit too; rescaled by the value range (min_span 2) the unvisited child of higher prior does."""
+    prior, legal = np.zeros((1, 200), np.float32), np.zeros((1, 200), bool)
+    prior[0, :3], legal[0, :3] = (0.2, 0.5, 0.3), True
+    visits, q = np.zeros((1, 200), np.int32), np.zeros((1, 200), np.float32)
+    visits[0, 0], q[0, 0] = 5, 0.101
+    tree = tree_with_children(prior, legal, visits, q, np.array([0.1], np.float32))
+    games, nodes = np.zeros(1, np.int64), np.zeros(1, np.int64)
+    assert fresh_choice(tree, games, nodes, 50.0, 0.1).tolist() == [0]
+    assert fresh_choice(tree, games, nodes, 50.0, 0.1, 2.0).tolist() == [1]
+    for min_span, expected in ((1e-8, 0), (2.0, 1)):
+        assert reference_interior_scores(tree, games, nodes, 50.0, 0.1, min_span).argmax() == expected
 
 
 def test_gumbel_cached_choices_and_root_arrays_match_the_tree(monkeypatch):

@@ -16,6 +16,9 @@ from stapel_rl.mcts import SearchConfig
         ("c_scale", 0.0),
         ("c_scale", math.nan),
         ("c_visit", -1.0),
+        ("min_span", 0.0),
+        ("min_span", 2.5),
+        ("min_span", math.nan),
         ("max_considered", 0),
         ("dirichlet_fraction", 1.5),
         ("dirichlet_alpha", 0.0),
@@ -34,3 +37,4 @@ def test_the_edges_of_each_range_are_allowed():
     config = SearchConfig(c_visit=0.0, dirichlet_fraction=0.0, temperature=0.0, max_considered=1)
     assert (config.c_visit, config.dirichlet_fraction, config.temperature, config.max_considered) == (0, 0, 0, 1)
     assert SearchConfig(dirichlet_fraction=1.0).dirichlet_fraction == 1.0
+    assert SearchConfig(min_span=2.0).min_span == 2.0
