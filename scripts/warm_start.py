@@ -11,8 +11,9 @@ probability ``--epsilon``); every ``--holdout``-th game is kept out for validati
 (Hydra overrides after the options, as ``stapel-train`` takes them) is then trained for ``--steps`` gradient steps
 with the run's optimiser and value target (``train.lr``, ``train.batch_size``, ``train.value_mix``): the policy learns
 the engine's moves, the value its results and scores. The games are kept in ``--out/positions.npz`` with the options
-that played them: run the command again after a kill and they are read back, not played again (other options than
-theirs are refused).
+that played them, and in chunks of ``--chunk`` games, each saved as it ends (``--out/games/``): run the command again
+after a kill, or with more ``--games`` of the same options, and the games played are read back, not played again
+(other options than theirs are refused).
 
 Prints, on the held-out games, the policy's top-1 agreement with the engine and the value's mean squared
 error against the results, before and after training, and writes ``--out/warm_start.pt``, a checkpoint with
@@ -42,54 +43,56 @@ from stapel_rl.env.observation import canonical_mask, encode
 from stapel_rl.eval.parallel import Pool
 from stapel_rl.models import checkpoint
 from stapel_rl.models.network import PolicyValueNet, masked_log_softmax
-from stapel_rl.records import code_version, save_npz
+from stapel_rl.records import atomic_write_bytes, code_version, save_npz
+from stapel_rl.train import chunks
 from stapel_rl.train.app import CONFIG_DIR
 from stapel_rl.train.config import Config
-from stapel_rl.train.engine_games import play_games
+from stapel_rl.train.engine_games import game_rows
 from stapel_rl.train.replay import FIELDS, Positions, ReplayBuffer
 from stapel_rl.train.trainer import Trainer
 
 
 def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Positions]":
-    """The engine's positions, training and held-out games (played now, or read back from ``path``);
-    ``ValueError`` if ``path`` holds games played with other options."""
+    """The engine's positions, training and held-out games (played now, or read back from ``path`` or from
+    the chunks in ``games/`` beside it); ``ValueError`` if either holds games played with other options."""
     settings = {key: getattr(args, key) for key in ("variant", "games", "nodes", "epsilon", "seed", "eval")}
+    same = {key: value for key, value in settings.items() if key != "games"}
     if path.is_file():
         with np.load(path) as saved:
             arrays = {k: saved[k] for k in saved.files}
         made = json.loads(str(arrays.pop("settings", "null")))
-        if made is not None and made != settings:  # files of before the settings were kept are taken as they are
+        if made is None or made == settings:  # files of before the settings were kept are taken as they are
+            print(f"{arrays['value'].size} positions read back from {path}")
+            return split(arrays, args.holdout)
+        if {key: value for key, value in made.items() if key != "games"} != same:
             raise ValueError(f"{path} holds games of {made}, not of {settings}: name another --out")
-        print(f"{arrays['value'].size} positions read back from {path}")
-    else:
-        variant = get_variant(args.variant)
-        chunk = max(1, min(20, args.games // (4 * args.jobs) or 1))
-        tasks = [
-            (
-                variant,
-                min(chunk, args.games - first),
-                [args.seed],
-                args.nodes,
-                6,
-                args.epsilon,
-                0.3,
-                first,
-                None,
-                args.eval,
-            )
-            for first in range(0, args.games, chunk)
-        ]
-        parts, bar = [], tqdm(total=args.games, desc="engine games", unit="game")
-        with Pool(args.jobs) as pool:
-            for i, part in enumerate(pool.map(play_games, tasks)):
-                parts.append({**part.arrays, "chunk": np.full(len(part), i)})  # for the hold-out split
-                bar.update(tasks[i][1])
-        bar.close()
-        arrays = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
-        save_npz(path, {**arrays, "settings": np.array(json.dumps(settings))})
-    held = arrays["chunk"] % args.holdout == 0
-    split = [Positions({k: arrays[k][rows] for k in FIELDS}) for rows in (~held, held)]
-    return split[0], split[1]
+    # More or fewer games of the same options, or none yet: the chunks kept beside it are read back.
+    folder = path.parent / "games"
+    kept = folder / "settings.json"
+    if kept.is_file() and json.loads(kept.read_text()) != same:
+        raise ValueError(f"{folder} holds games of {json.loads(kept.read_text())}, not of {same}: name another --out")
+    folder.mkdir(parents=True, exist_ok=True)
+    atomic_write_bytes(kept, json.dumps(same).encode())
+    spans = [(first, min(args.chunk, args.games - first)) for first in range(0, args.games, args.chunk)]
+    variant = get_variant(args.variant)
+    tasks = [
+        (variant, count, [args.seed], args.nodes, 6, args.epsilon, 0.3, first, None, args.eval)
+        for first, count in spans
+    ]
+    with Pool(args.jobs) as pool:
+        parts = chunks.played(game_rows, tasks, spans, folder, pool, "engine games")
+    for i, part in enumerate(parts):
+        part["chunk"] = np.full(part["value"].size, i)  # for the hold-out split
+    arrays = {key: np.concatenate([p[key] for p in parts]) for key in parts[0]}
+    save_npz(path, {**arrays, "settings": np.array(json.dumps(settings))})
+    return split(arrays, args.holdout)
+
+
+def split(arrays: "dict[str, np.ndarray]", holdout: int) -> "tuple[Positions, Positions]":
+    """The rows of every ``holdout``-th chunk of games (held out) and of the others (to train on)."""
+    held = arrays["chunk"] % holdout == 0
+    train, valid = (Positions({k: arrays[k][rows] for k in FIELDS}) for rows in (~held, held))
+    return train, valid
 
 
 def measure(net: PolicyValueNet, valid: Positions, variant: str) -> "tuple[float, float]":
@@ -117,19 +120,27 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--eval", default="hand", help="the engine's evaluation: hand, nnue or a network file")
     parser.add_argument("--epsilon", type=float, default=0.05, help="chance of a random full move")
     parser.add_argument("--steps", type=int, default=4000, help="gradient steps")
-    parser.add_argument("--holdout", type=int, default=10, help="every this-th chunk of games (20 at most) validates")
+    parser.add_argument("--chunk", type=int, default=20, help="games a task plays, saved as it ends")
+    parser.add_argument("--holdout", type=int, default=10, help="every this-th chunk of games validates")
     parser.add_argument("--jobs", type=int, default=2, help="processes that play the games")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", required=True, help="folder for positions.npz and warm_start.pt")
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training config (model=..., train.lr=)")
     args = parser.parse_args(argv)
     try:
-        check_counts(args, "games", "nodes", "steps", "jobs")
+        check_counts(args, "games", "nodes", "steps", "jobs", "chunk")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     if args.holdout < 2 or not 0 <= args.epsilon <= 1:
         print("error: --holdout must be at least 2 and --epsilon in [0, 1]", file=sys.stderr)
+        return 2
+    if args.games <= args.chunk:
+        print(
+            f"error: --games {args.games} make one chunk of --chunk {args.chunk}, which is held out: "
+            "play more games or smaller chunks",
+            file=sys.stderr,
+        )
         return 2
     try:
         with initialize_config_dir(config_dir=str(CONFIG_DIR), version_base=None):

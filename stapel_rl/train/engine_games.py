@@ -126,3 +126,8 @@ def play_games(
         for g in range(first_game, first_game + games)
     ]
     return Positions({key: np.concatenate([p[key] for p in parts]) for key in FIELDS})
+
+
+def game_rows(*args: object) -> "dict[str, np.ndarray]":
+    """``play_games(*args)``'s rows as arrays: a task of ``stapel_rl.train.chunks.played``."""
+    return play_games(*args).arrays  # type: ignore[arg-type]

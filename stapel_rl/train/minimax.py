@@ -58,6 +58,7 @@ from stapel_rl.eval.parallel import Pool, agent_of, play_in_parallel
 from stapel_rl.eval.pentanomial import elo_of
 from stapel_rl.eval.sprt import SPRT, run_sprt
 from stapel_rl.records import atomic_write_bytes, code_version, save_npz
+from stapel_rl.train import chunks
 from stapel_rl.train.config import Config, MinimaxConfig, config_changes, register
 
 register()
@@ -161,26 +162,11 @@ def positions(
             (variant, weights, best, [seed, g, _GAMES], first, min(chunk, m.games - first), m)
             for first in range(0, m.games, chunk)
         ]
-        done = gdir / "games"
-        done.mkdir(parents=True, exist_ok=True)
-
-        def saved(task: tuple) -> pathlib.Path:  # first game and count: a resume with other jobs cuts other chunks
-            return done / f"games_{task[4]:06d}_{task[5]:04d}.npz"
-
-        todo = [t for t in tasks if not saved(t).is_file()]
-        bar = tqdm(total=m.games, desc=f"generation {g} games", unit="game", leave=False)
-        bar.update(m.games - sum(t[5] for t in todo))
-        for task, part in zip(todo, pool.map(_collect, todo) if pool else (_collect(*t) for t in todo), strict=True):
-            save_npz(saved(task), part)
-            bar.update(task[5])
-        bar.close()
-        parts = []
-        for task in tasks:
-            with np.load(saved(task)) as part:
-                parts.append({k: part[k] for k in part.files})
+        spans = [(t[4], t[5]) for t in tasks]
+        parts = chunks.played(_collect, tasks, spans, gdir / "games", pool, f"generation {g} games")
         data = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
         save_npz(path, data)
-        shutil.rmtree(done)
+        shutil.rmtree(gdir / "games")
     return positions_of(gdir.parent.parent, g)
 
 

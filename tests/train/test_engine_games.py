@@ -85,7 +85,7 @@ def test_the_engine_plays_with_the_evaluation_it_is_given():
 @pytest.mark.slow
 def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, capsys):
     script = load_script("warm_start")
-    argv = ["--games", "12", "--nodes", "100", "--steps", "40", "--jobs", "2", "--holdout", "3"]
+    argv = ["--games", "12", "--chunk", "1", "--nodes", "100", "--steps", "40", "--jobs", "2", "--holdout", "3"]
     argv += ["--out", str(tmp_path / "w"), "train.batch_size=64", "train.lr=3e-3"]
     assert script.main(argv) == 0
     out = capsys.readouterr().out
@@ -98,6 +98,29 @@ def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, cap
     assert "positions read back" in capsys.readouterr().out
     assert script.main([*argv[:-2], "--nodes", "120"]) == 2  # games of other options are not read back
     assert "holds games of" in capsys.readouterr().err
+    # A kill in the games: the chunks saved are read back, the others played, the same games as before.
+    folder = tmp_path / "w"
+    with np.load(folder / "positions.npz") as saved:
+        before = {k: saved[k] for k in saved.files}
+    (folder / "positions.npz").unlink()
+    for first in (3, 7):
+        (folder / "games" / f"games_{first:06d}_0001.npz").unlink()
+    assert script.main(argv) == 0
+    assert "10 of 12 games read back" in capsys.readouterr().out
+    with np.load(folder / "positions.npz") as saved:
+        assert all(np.array_equal(saved[k], before[k]) for k in FIELDS)
+    # More games of the same options: only the new ones are played.
+    assert script.main(["--games", "14", *argv[2:]]) == 0
+    assert "12 of 14 games read back" in capsys.readouterr().out
+    with np.load(folder / "positions.npz") as saved:
+        assert saved["value"].size > before["value"].size
+        assert np.array_equal(saved["value"][: before["value"].size], before["value"])
+    # Chunks of other options are refused too, before any game.
+    (folder / "positions.npz").unlink()
+    assert script.main([*argv[:-2], "--nodes", "120"]) == 2
+    assert f"{folder / 'games'} holds games of" in capsys.readouterr().err
+    assert script.main(["--games", "20", "--out", str(tmp_path / "x")]) == 2  # one chunk of 20: all held out
+    assert "which is held out" in capsys.readouterr().err
     assert script.main(["--games", "0", "--out", str(tmp_path / "x")]) == 2
     assert script.main(["--eval", "no_such_net.npz", "--out", str(tmp_path / "x")]) == 2
     assert script.main(["--out", str(tmp_path / "x"), "train.no_such_key=1"]) == 2
