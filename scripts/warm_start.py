@@ -7,13 +7,15 @@
 The engine plays ``--games`` games against itself at ``--nodes`` nodes a move with the evaluation ``--eval``
 (``hand``, the hand-written one; ``nnue``, the packaged learned one; or a network file of the minimax loop) in
 ``--jobs`` processes (``stapel_rl.train.engine_games``: random openings, jittered budgets, a random move with
-probability ``--epsilon``); every ``--holdout``-th game is kept out for validation. The network of the training config
-(Hydra overrides after the options, as ``stapel-train`` takes them) is then trained for ``--steps`` gradient steps
-with the run's optimiser and value target (``train.lr``, ``train.batch_size``, ``train.value_mix``): the policy learns
-the engine's moves, the value its results and scores. The games are kept in ``--out/positions.npz`` with the options
-that played them, and in chunks of ``--chunk`` games, each saved as it ends (``--out/games/``): run the command again
-after a kill, or with more ``--games`` of the same options, and the games played are read back, not played again
-(other options than theirs are refused).
+probability ``--epsilon``); every ``--holdout``-th chunk of games is kept out for validation. The network of the
+training config (Hydra overrides after the options, as ``stapel-train`` takes them) is then trained for ``--steps``
+gradient steps with the run's optimiser and value target (``train.lr``, ``train.batch_size``, ``train.value_mix``):
+the policy learns the engine's moves, the value its results and scores. The games are kept in
+``--out/positions.npz`` with the options that played them, and in chunks of ``--chunk`` games, each saved as it ends
+(``--out/games/``): run the command again after a kill, or with more ``--games`` of the same options, and the games
+played are read back, not played again (other options than theirs are refused). The training's state is saved every
+``--save-every`` steps (``--out/training/``, removed when the network is written): after a kill the same command
+trains on from the last save, with the same batches as an uninterrupted run.
 
 Prints, on the held-out games, the policy's top-1 agreement with the engine and the value's mean squared
 error against the results, before and after training, and writes ``--out/warm_start.pt``, a checkpoint with
@@ -27,6 +29,7 @@ import argparse
 import dataclasses
 import json
 import pathlib
+import shutil
 import sys
 import time
 
@@ -121,6 +124,7 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("--epsilon", type=float, default=0.05, help="chance of a random full move")
     parser.add_argument("--steps", type=int, default=4000, help="gradient steps")
     parser.add_argument("--chunk", type=int, default=20, help="games a task plays, saved as it ends")
+    parser.add_argument("--save-every", type=int, default=1000, help="gradient steps between saves of the training")
     parser.add_argument("--holdout", type=int, default=10, help="every this-th chunk of games validates")
     parser.add_argument("--jobs", type=int, default=2, help="processes that play the games")
     parser.add_argument("--seed", type=int, default=0)
@@ -128,7 +132,7 @@ def main(argv: "list[str] | None" = None) -> int:
     parser.add_argument("overrides", nargs="*", help="Hydra overrides of the training config (model=..., train.lr=)")
     args = parser.parse_args(argv)
     try:
-        check_counts(args, "games", "nodes", "steps", "jobs", "chunk")
+        check_counts(args, "games", "nodes", "steps", "jobs", "chunk", "save_every")
     except ValueError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -167,13 +171,43 @@ def main(argv: "list[str] | None" = None) -> int:
     trainer = Trainer(net, t, torch.device("cpu"))
     buffer = ReplayBuffer(len(train), variant)
     buffer.add(train)
-    before = measure(net, valid, args.variant)
     rng = np.random.default_rng(args.seed)
-    bar = tqdm(range(args.steps), desc="gradient steps", unit="step")
+    # The training's state every --save-every steps (training/), so that a kill loses at most that many.
+    saves = out / "training"
+    settings = {
+        **{k: v for k, v in vars(args).items() if k not in ("jobs", "out")},
+        "config": OmegaConf.to_container(cfg),
+    }
+    kept = checkpoint.list_checkpoints(saves)
+    if kept:
+        state = checkpoint.load(kept[-1])
+        if state["settings"] != settings:
+            print(f"error: {saves} holds training of other options: remove it or name another --out", file=sys.stderr)
+            return 2
+        net.load_state_dict(state["model"])
+        trainer.load_state_dict(state["trainer"])
+        rng.bit_generator.state = state["rng"]
+        before, started = tuple(state["before"]), started - state["seconds"]
+        tqdm.write(f"training resumed at step {trainer.steps} from {kept[-1]}")
+    else:
+        before = measure(net, valid, args.variant)
+    bar = tqdm(
+        range(trainer.steps, args.steps), desc="gradient steps", unit="step", initial=trainer.steps, total=args.steps
+    )
     for step in bar:
         metrics = trainer.step(buffer.sample(t.batch_size, rng, model_config.layout, t.value_mix, model_config.inputs))
         if step % 50 == 0:
             bar.set_postfix(policy=f"{metrics['loss/policy']:.3f}", value=f"{metrics['loss/value']:.3f}")
+        if trainer.steps % args.save_every == 0 and trainer.steps < args.steps:
+            payload = {
+                "model": net.state_dict(),
+                "trainer": trainer.state_dict(),
+                "rng": rng.bit_generator.state,
+                "before": before,
+                "seconds": time.perf_counter() - started,
+                "settings": settings,
+            }
+            checkpoint.save(saves, trainer.steps, payload, keep=1)
     after = measure(net, valid, args.variant)
     figures = {
         "positions": len(train),
@@ -205,6 +239,7 @@ def main(argv: "list[str] | None" = None) -> int:
     )
     target = out / "warm_start.pt"
     path.replace(target)
+    shutil.rmtree(saves, ignore_errors=True)
     print(f"network: {target}")
     return 0
 

@@ -126,6 +126,41 @@ def test_warm_start_learns_the_engines_moves_and_resumes_its_games(tmp_path, cap
     assert script.main(["--out", str(tmp_path / "x"), "train.no_such_key=1"]) == 2
 
 
+@pytest.mark.slow
+def test_warm_start_training_goes_on_after_a_kill_with_the_same_batches(tmp_path, capsys, monkeypatch):
+    from stapel_rl.train.trainer import Trainer
+
+    script = load_script("warm_start")
+    argv = ["--games", "6", "--chunk", "1", "--nodes", "100", "--steps", "30", "--save-every", "10", "--holdout", "3"]
+    whole, cut = tmp_path / "whole", tmp_path / "cut"
+    assert script.main([*argv, "--out", str(whole), "train.batch_size=32"]) == 0
+    cut.mkdir()
+    (cut / "positions.npz").write_bytes((whole / "positions.npz").read_bytes())  # the same games, not replayed
+    step, calls = Trainer.step, []
+
+    def killed_at_step_26(self, batch):
+        calls.append(1)
+        if len(calls) > 25:
+            raise KeyboardInterrupt
+        return step(self, batch)
+
+    monkeypatch.setattr(Trainer, "step", killed_at_step_26)
+    with pytest.raises(KeyboardInterrupt):
+        script.main([*argv, "--out", str(cut), "train.batch_size=32"])
+    monkeypatch.setattr(Trainer, "step", step)
+    assert [p.name for p in checkpoint.list_checkpoints(cut / "training")] == ["ckpt_00000020.pt"]
+    capsys.readouterr()
+    assert script.main([*argv, "--out", str(cut), "train.batch_size=64"]) == 2  # other options: refused
+    assert "holds training of other options" in capsys.readouterr().err
+    assert script.main([*argv, "--out", str(cut), "train.batch_size=32"]) == 0
+    assert "training resumed at step 20" in capsys.readouterr().out
+    assert not (cut / "training").exists()
+    one, other = (checkpoint.load(folder / "warm_start.pt") for folder in (whole, cut))
+    assert one["warm_start"]["agreement_before"] == other["warm_start"]["agreement_before"]
+    for name, weights in one["model"].items():
+        assert torch.equal(weights, other["model"][name]), name
+
+
 def test_engine_positions_are_read_back_and_refused_clearly(tmp_path):
     positions = play_games(get_variant("I"), 2, seed=5, nodes=100, k=0.01)
     path = tmp_path / "positions.npz"
