@@ -4,7 +4,8 @@ Specs: ``mcts:PATH[:sims=64][:time=SECONDS][:algorithm=puct|gumbel][:forced=skip
 [:solver=on|off][:reuse=on|off][:plan=probe|rate][:c_puct=X][:c_visit=X][:c_scale=X][:min_span=X][:considered=N]`` and
 ``policy:PATH``, where PATH may also be ``variant_I``, ``variant_I_zero``, ... the agents shipped with the
 package (``stapel_rl.bundled``); ``make_agent`` builds them with ``mcts_from_spec_args`` and
-``policy_from_spec_args``. The search constants default to those the network was trained with.
+``policy_from_spec_args``. The search constants default to those the network was trained with, except those of
+``PLAY_CONSTANTS``, which play with their own.
 An agent plays the variant its checkpoint was trained on; a game of the other raises ``ValueError``
 (``stapel_rl.eval.agents.check_variant``).
 """
@@ -255,6 +256,12 @@ CONSTANTS: "dict[str, tuple[str, type]]" = {
     "considered": ("max_considered", int),
 }
 
+#: Search constants the agents play with whatever their network was trained with (``SearchConfig`` field -> value),
+#: unless the spec names another. ``min_span`` 0.5 against mctx's 1e-8, Variant I at 0.5 s a move: 72.5% [58.3, 84.3]
+#: (20 pairs); at 1 s against itself at 0.25 s, 90.0% where 1e-8 scored 45.0% (docs/results.md, "Search constants
+#: and time"). Training keeps ``mcts.min_span``: there it shapes the policy targets, and no ablation has said more.
+PLAY_CONSTANTS: "dict[str, float]" = {"min_span": 0.5}
+
 
 def _constants(options: "dict[str, str]") -> "dict[str, float | int]":
     """The search constants ``options`` set, by ``SearchConfig`` field (which checks their ranges)."""
@@ -309,9 +316,11 @@ def mcts_from_spec_args(args: "list[str]") -> MCTSAgent:
             skip_forced=options.get("forced", "skip") == "skip",
             leaves_per_call=batch,
             solver=options.get("solver", "on") == "on",
-            # The search constants the network was trained with, unless the spec names others.
+            # The search constants the network was trained with or those of play, unless the spec names others.
             **{
-                field: constants.get(field, kind(search_defaults.get(field, getattr(SearchConfig, field))))
+                field: constants.get(
+                    field, PLAY_CONSTANTS.get(field, kind(search_defaults.get(field, getattr(SearchConfig, field))))
+                )
                 for field, kind in CONSTANTS.values()
             },
         )

@@ -1,4 +1,5 @@
-"""The search constants of an ``mcts`` agent spec: the network's training values unless the spec names others."""
+"""The search constants of an ``mcts`` agent spec: the network's training values (or play's) unless the spec names
+others."""
 
 import dataclasses
 
@@ -6,6 +7,7 @@ import pytest
 
 from stapel_rl.bundled import resolve_checkpoint
 from stapel_rl.eval.agents import make_agent
+from stapel_rl.eval.network_agents import PLAY_CONSTANTS
 from stapel_rl.models import checkpoint
 
 
@@ -17,13 +19,21 @@ def test_the_defaults_are_the_networks_training_constants():
     )
 
 
+def test_play_constants_override_the_networks(tmp_path):
+    saved = checkpoint.load(resolve_checkpoint("variant_I"))
+    saved["config"]["mcts"]["min_span"] = 1e-8  # a network trained with mctx's floor plays with play's
+    path = checkpoint.save(tmp_path, 1, saved)
+    assert make_agent(f"mcts:{path}").config.min_span == PLAY_CONSTANTS["min_span"]
+    assert make_agent(f"mcts:{path}:min_span=1e-8").config.min_span == 1e-8
+
+
 def test_each_constant_is_set_by_the_spec():
     config = make_agent("mcts:variant_I:c_puct=2.5:c_visit=0:c_scale=0.01:min_span=2:considered=8:sims=32").config
     assert (config.c_puct, config.c_visit, config.c_scale, config.min_span, config.max_considered) == (
         2.5, 0.0, 0.01, 2.0, 8
     )  # fmt: skip
     untouched = make_agent("mcts:variant_I:sims=32").config
-    assert untouched.min_span == 1e-8  # the networks were trained before the option: mctx's floor
+    assert untouched.min_span == PLAY_CONSTANTS["min_span"] == 0.5  # play's floor, not the network's (mctx's)
     changed = {f.name for f in dataclasses.fields(config) if getattr(config, f.name) != getattr(untouched, f.name)}
     assert changed == {"c_puct", "c_visit", "c_scale", "min_span", "max_considered"}
 
