@@ -247,7 +247,9 @@ def test_go_limits_of_agents_without_them_are_ignored_with_a_note():
 
 def test_go_movetime_with_the_bundled_network_uses_the_time():
     session, out = _session(agent_spec="mcts:variant_I:sims=1")
-    session.handle("go nodes 1")  # the network's first calls are slow
+    # The network's first calls and the search's first halving rounds (compiled on first use) are slow:
+    # a search of a few rounds pays for them before the timed one.
+    session.handle("go nodes 32")
     session.handle("go movetime 400")
     info, best = out.getvalue().splitlines()[-2:]
     _, _, elapsed, _, nodes = info.split()
