@@ -55,11 +55,16 @@ from stapel_rl.train.replay import FIELDS, Positions, ReplayBuffer
 from stapel_rl.train.trainer import Trainer
 
 
+def without_games(settings: "dict[str, object]") -> "dict[str, object]":
+    """The options that make the games, less their number: more or fewer games of the same options share chunks."""
+    return {key: value for key, value in settings.items() if key != "games"}
+
+
 def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Positions]":
     """The engine's positions, training and held-out games (played now, or read back from ``path`` or from
     the chunks in ``games/`` beside it); ``ValueError`` if either holds games played with other options."""
     settings = {key: getattr(args, key) for key in ("variant", "games", "nodes", "epsilon", "seed", "eval")}
-    same = {key: value for key, value in settings.items() if key != "games"}
+    same = without_games(settings)
     if path.is_file():
         with np.load(path) as saved:
             arrays = {k: saved[k] for k in saved.files}
@@ -67,7 +72,7 @@ def games(args: argparse.Namespace, path: pathlib.Path) -> "tuple[Positions, Pos
         if made is None or made == settings:  # files of before the settings were kept are taken as they are
             print(f"{arrays['value'].size} positions read back from {path}")
             return split(arrays, args.holdout)
-        if {key: value for key, value in made.items() if key != "games"} != same:
+        if without_games(made) != same:
             raise ValueError(f"{path} holds games of {made}, not of {settings}: name another --out")
     # More or fewer games of the same options, or none yet: the chunks kept beside it are read back.
     folder = path.parent / "games"

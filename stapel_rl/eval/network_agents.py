@@ -79,8 +79,7 @@ class MCTSAgent:
     rest; "rate" plans one search for the simulations the time buys at
     ``rate``, the simulations a second of the agent's last full-time searches
     (a mean weighting the newest by a half), and searches on if time is left
-    (its first move probes). At 0.5 s a move "rate" scored 40.0% [24.7, 57.0]
-    against "probe" (Variant I, 20 pairs, docs/results.md): no measurable gain.
+    (its first move probes); docs/results.md has the match between the two.
 
     ``variant`` is the variant the network was trained on (None: not known);
     a call with a game of the other raises ``ValueError``.
@@ -257,9 +256,8 @@ CONSTANTS: "dict[str, tuple[str, type]]" = {
 }
 
 #: Search constants the agents play with whatever their network was trained with (``SearchConfig`` field -> value),
-#: unless the spec names another. ``min_span`` 0.5 against mctx's 1e-8, Variant I at 0.5 s a move: 72.5% [58.3, 84.3]
-#: (20 pairs); at 1 s against itself at 0.25 s, 90.0% where 1e-8 scored 45.0% (docs/results.md, "Search constants
-#: and time"). Training keeps ``mcts.min_span``: there it shapes the policy targets, and no ablation has said more.
+#: unless the spec names another; the matches that chose them are in docs/results.md, "Search constants and time".
+#: Training keeps ``mcts.min_span``: there it shapes the policy targets, and no ablation has said more.
 PLAY_CONSTANTS: "dict[str, float]" = {"min_span": 0.5}
 
 
