@@ -14,9 +14,9 @@ Bradley-Terry fit rates them all, the first family at the first time at 0
 Elo, with 95% bootstrap intervals over game pairs. The figure shows Elo
 against time per family (a log time axis): the steeper line scales better.
 
-Games go to ``--out``'s games.jsonl as each pairing finishes, so a killed run
-resumes where it stopped (``--ray`` plays the pairings in parallel on every
-core), and the figure can be redrawn from a partial run. The committed
+Games go to ``--out``'s games.jsonl as they finish, so a killed run resumes
+where it stopped (``--ray`` plays the pairs in parallel on every core, a Ray
+task each), and the figure can be redrawn from a partial run. The committed
 results were made with ``--out tournaments/elo_vs_time_<variant> --plot
 docs/elo_vs_time_<variant>.png`` (docs/results.md).
 """
@@ -107,7 +107,7 @@ def main(argv: "list[str] | None" = None) -> int:
     # Not the committed results by default: resuming them would re-rate their games and redraw the tracked figure.
     parser.add_argument("--out", default=None, help="results folder (default runs/elo_vs_time_<variant>)")
     parser.add_argument("--plot", default=None, help="figure (default elo_vs_time.png in --out)")
-    parser.add_argument("--ray", action="store_true", help="play the pairings as Ray tasks on every core")
+    parser.add_argument("--ray", action="store_true", help="play the pairs as Ray tasks on every core")
     args = parser.parse_args(argv)
     families = args.families or default_families(args.variant)
     out = pathlib.Path(args.out or f"runs/elo_vs_time_{args.variant}")

@@ -99,13 +99,24 @@ class TournamentConfig:
 
 @dataclasses.dataclass
 class Job:
-    """The games of one pairing still to play: ``todo`` indexes game ``k`` (opening ``k // 2``, a White if even)."""
+    """Games of one pairing still to play: ``todo`` indexes game ``k`` (opening ``k // 2``, a White if even).
+
+    A pairing played one game at a time comes as one job per opening (``part``: that opening's
+    index), so that Ray spreads its pairs over the cores instead of leaving its longest pairing
+    alone on one core at the end; batched pairings stay whole (``part`` None) to keep their batches.
+    """
 
     index: int
     a: str
     b: str
     fens: "list[str]"
     todo: "list[int]"
+    part: "int | None" = None
+
+
+def has_clock(spec: str) -> bool:
+    """Whether the agent ``spec`` names its own time a move (such an agent is always called one game at a time)."""
+    return any(o.startswith("time=") for o in spec.split(":")[1:])
 
 
 def _pairing_openings(config: TournamentConfig, p_index: int) -> "list[str]":
@@ -123,7 +134,12 @@ def jobs(config: TournamentConfig, games: "list[dict]") -> "list[Job]":
         a, b = config.players[i], config.players[j]
         fens = _pairing_openings(config, p_index)
         todo = [k for k in range(2 * config.pairs) if ((a, b) if k % 2 == 0 else (b, a)) + (fens[k // 2],) not in done]
-        if todo:
+        if not todo:
+            continue
+        if config.one_at_a_time or has_clock(a) or has_clock(b):
+            for pair in sorted({k // 2 for k in todo}):
+                out.append(Job(p_index, a, b, fens, [k for k in todo if k // 2 == pair], part=pair))
+        else:
             out.append(Job(p_index, a, b, fens, todo))
     return out
 
@@ -157,7 +173,7 @@ def play_job(
             agents[spec] = make_agent(spec)
         check_variant(agents[spec], config.variant)
     start = engine.from_fens([job.fens[k // 2] for k in job.todo], config.variant)
-    rng = np.random.default_rng([config.seed, job.index])
+    rng = np.random.default_rng([config.seed, job.index] + ([] if job.part is None else [job.part]))
     entries = []
 
     def record(g: int, score: float, plies: int, actions: "list[int]", seconds: "tuple[float, float]") -> None:
@@ -200,9 +216,10 @@ def run(
 ) -> "list[dict]":
     """Play every missing game of the tournament; returns all game records.
 
-    With ``use_ray`` the pairings are Ray tasks (a local Ray, or the cluster at
-    ``ray_address``); their games are appended to the same file as each
-    pairing finishes, so resume and ratings are as without Ray.
+    With ``use_ray`` the jobs (``jobs``: pairings, or their single pairs where
+    games are played one at a time) are Ray tasks (a local Ray, or the cluster
+    at ``ray_address``); their games are appended to the same file as each job
+    finishes, so resume and ratings are as without Ray.
     """
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / "games.jsonl"
@@ -236,7 +253,7 @@ def _play_one_thread(config: TournamentConfig, job: Job) -> "list[dict]":
 def play_jobs_on_ray(
     config: TournamentConfig, jobs: "list[Job]", address: "str | None" = None
 ) -> Iterator["list[dict]"]:
-    """The pairings as Ray tasks, one a pairing: yields each job's game records as its task finishes."""
+    """The jobs as Ray tasks, one a job: yields each job's game records as its task finishes."""
     import ray  # the optional extra "ray"
 
     started = init_ray(address)

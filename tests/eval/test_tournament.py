@@ -1,5 +1,6 @@
 """Tournaments (resume after a kill), PDN records, the match and SPRT commands."""
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -170,13 +171,31 @@ class ClockedRandom:
         return random_legal_actions(state.legal_action_mask, rng)
 
 
+def test_a_pairing_one_game_at_a_time_is_a_job_per_pair_and_resumes_the_missing_games():
+    config = TournamentConfig(["random", "greedy", "alphabeta:1"], VARIANT_I, pairs=3, one_at_a_time=True)
+    pieces = jobs(config, [])
+    expected = [(p, q, [2 * q, 2 * q + 1]) for p in range(3) for q in range(3)]
+    assert [(j.index, j.part, j.todo) for j in pieces] == expected
+    played = play_job(config, pieces[4], {})  # pairing 1 (random against alphabeta:1), its second pair
+    assert sorted((g["white"], g["black"], g["pair"]) for g in played) == [
+        ("alphabeta:1", "random", "1:1"),
+        ("random", "alphabeta:1", "1:1"),
+    ]
+    first = [g for g in played if g["white"] == "random"]  # that pair's first game is played: its second is left
+    left = jobs(config, first)
+    assert [(j.index, j.part, j.todo) for j in left if j.index == 1] == [(1, 0, [0, 1]), (1, 1, [3]), (1, 2, [4, 5])]
+    # Batched pairings stay whole, and so do pairings with a clock on neither side; one on either side splits.
+    assert [j.part for j in jobs(dataclasses.replace(config, one_at_a_time=False), [])] == [None, None, None]
+    timed = TournamentConfig(["greedy", "classical:time=0.01"], VARIANT_I, pairs=2)
+    assert [(j.part, j.todo) for j in jobs(timed, [])] == [(0, [0, 1]), (1, [2, 3])]
+
+
 def test_game_records_keep_each_colours_time_per_move(monkeypatch):
     clock = [0.0]
     monkeypatch.setattr(arena.time, "perf_counter", lambda: clock[0])
     agents = {"slow": ClockedRandom("slow", 0.03, clock), "fast": ClockedRandom("fast", 0.01, clock)}
     config = TournamentConfig(["slow", "fast"], VARIANT_I, pairs=2, one_at_a_time=True)
-    (job,) = jobs(config, [])
-    games = play_job(config, job, agents)
+    games = [g for job in jobs(config, []) for g in play_job(config, job, agents)]
     assert len(games) == 4 and {g["white"] for g in games} == {"slow", "fast"}
     for g in games:
         expected = [0.03 if g[side] == "slow" else 0.01 for side in ("white", "black")]

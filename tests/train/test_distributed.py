@@ -105,10 +105,13 @@ def test_a_killed_actor_is_restarted_and_the_run_finishes(tmp_path):
 
 
 @pytest.mark.slow
-def test_a_tournament_on_ray_plays_the_same_games(tmp_path):
+@pytest.mark.parametrize("one_at_a_time", [False, True])  # a task a pairing; a task a pair
+def test_a_tournament_on_ray_plays_the_same_games(tmp_path, one_at_a_time):
     from stapel_rl.eval.tournament import TournamentConfig, run
 
-    config = TournamentConfig(["random", "greedy", "alphabeta:1"], get_variant("I"), pairs=2, seed=7)
+    config = TournamentConfig(
+        ["random", "greedy", "alphabeta:1"], get_variant("I"), pairs=2, seed=7, one_at_a_time=one_at_a_time
+    )
     local = run(config, tmp_path / "local")
     distributed = run(config, tmp_path / "ray", use_ray=True)
 
