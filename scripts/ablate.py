@@ -66,6 +66,10 @@ ROWS = {
     "puct_64": ("PUCT with 64 simulations instead of Gumbel 16", ["mcts=puct", "mcts.num_simulations=64"]),
     "replay_30k": ("replay window 30k positions instead of 60k", ["train.replay_capacity=30000"]),
     "replay_120k": ("replay window 120k positions", ["train.replay_capacity=120000"]),
+    "replay_growing": (
+        "KataGo's growing replay window: from 60k positions, growth 0.4, at most 1M",
+        ["train.replay_growth=0.4"],
+    ),
     "sample_ratio_4": ("4 training samples per new position instead of 2", ["train.sample_ratio=4"]),
     "lr_constant": ("constant learning rate instead of cosine", ["train.lr_schedule=constant"]),
     "lr_hours": (

@@ -40,7 +40,7 @@ from stapel_rl.train.config import Config, config_changes, register
 from stapel_rl.train.distributed import RaySelfPlayActors
 from stapel_rl.train.evaluation import evaluate, make_opponents
 from stapel_rl.train.interrupt import RunStopped, StopRequest
-from stapel_rl.train.replay import ReplayBuffer, TrainingBatch, read_positions
+from stapel_rl.train.replay import ReplayBuffer, TrainingBatch, growing_window, read_positions
 from stapel_rl.train.selfplay import SelfPlay
 from stapel_rl.train.trainer import Trainer, mean_metrics
 from stapel_rl.train.workers import SelfPlayWorkers, WorkerSpec
@@ -194,7 +194,11 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
     # precision there); it gets fresh weights every iteration.
     actor = PolicyValueNet(model_config)
     evaluator = NetworkEvaluator(actor, device=selfplay_device(device), precision=t.inference_precision)
-    buffer = ReplayBuffer(t.replay_capacity, variant)
+    buffer = (
+        ReplayBuffer(t.replay_max, variant, growing_window(t.replay_capacity, t.replay_growth))
+        if t.replay_growth
+        else ReplayBuffer(t.replay_capacity, variant)
+    )
     engine = None  # the engine's games, a share of every batch (train.engine_positions)
     if t.engine_positions:
         try:
@@ -372,7 +376,7 @@ def train(cfg: DictConfig, out_dir: pathlib.Path) -> "pathlib.Path | None":
                     "selfplay/game_length": float(np.mean([g.plies for g in games])) if games else 0.0,
                     "selfplay/white_score": float(np.mean([(g.result + 1) / 2 for g in games])) if games else 0.5,
                     "train/steps_per_s": len(history) / train_seconds if history else 0.0,
-                    "train/replay_size": len(buffer),
+                    "train/replay_size": buffer.sampled(),
                     # iterations between the weights that played a position and its first training
                     "selfplay/policy_lag": float(np.mean(it - 1 - positions.arrays["version"]))
                     if len(positions)

@@ -57,7 +57,12 @@ class TrainConfig(OptimConfig):
     # (0 = positions_per_iteration): with first_simulations, the first line with losses comes sooner
     first_simulations: int = 4  # simulations per search in a run's first iteration, whose network is
     # untrained (0 = mcts.num_simulations)
-    replay_capacity: int = 60000  # positions kept in the replay buffer (sliding window)
+    replay_capacity: int = 60000  # positions kept in the replay buffer (sliding window); with replay_growth, the
+    # window's size before it starts to grow
+    replay_growth: float = 0.0  # 0: a fixed window; in (0, 1]: KataGo's growing window, which samples the newest
+    # c * (1 + g * ((n / c) ** 0.75 - 1) / 0.75) of the n positions played (c = replay_capacity, g = this), at
+    # most replay_max (each position about 1.5 kB of memory; checkpoints save the window)
+    replay_max: int = 1000000  # positions the growing window holds at most (with replay_growth)
     min_replay: int = 2048  # positions needed before the first gradient step
     batch_size: int = 256  # positions per gradient step
     sample_ratio: float = 2.0  # training samples drawn per new self-play position
@@ -118,6 +123,13 @@ class TrainConfig(OptimConfig):
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ValueError(f"train.{name} must be one of {', '.join(allowed)}, got {getattr(self, name)!r}")
+        if not 0.0 <= self.replay_growth <= 1.0:
+            raise ValueError(f"train.replay_growth must be 0 (a fixed window) or in (0, 1], got {self.replay_growth}")
+        if self.replay_growth and self.replay_max < self.replay_capacity:
+            raise ValueError(
+                f"train.replay_max ({self.replay_max}) is less than train.replay_capacity ({self.replay_capacity}), "
+                "the size the growing window starts from"
+            )
         if self.min_replay > self.replay_capacity:
             raise ValueError(
                 f"train.min_replay ({self.min_replay}) is more than train.replay_capacity ({self.replay_capacity}): "
@@ -133,6 +145,7 @@ _AT_LEAST = {
     "first_positions": 0,
     "first_simulations": 0,
     "replay_capacity": 1,
+    "replay_max": 1,
     "min_replay": 1,
     "batch_size": 1,
     "eval_games": 0,

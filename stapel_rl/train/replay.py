@@ -1,9 +1,13 @@
 """Replay buffer: a preallocated ring over the most recent self-play positions.
 
-Positions are kept as compact engine states (about 700 bytes each with the
+Positions are kept as compact engine states (about 1.5 kB each with the
 targets) and turned into observation planes only when sampled: encoding a
 training batch costs about a millisecond, storing the planes would cost ten
 times the memory.
+
+The window sampled from is the whole buffer, or one that grows with the
+positions ever added (``growing_window``, after KataGo's shuffle window): a long
+run then trains on more of its past than its first minutes did.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import io
 import json
 import os
 import zipfile
+from collections.abc import Callable
 
 import numpy as np
 
@@ -96,12 +101,25 @@ def read_positions(path: "str | os.PathLike", variant: str) -> Positions:
         raise ValueError(f"{path}: cannot read training positions ({problem})") from None
 
 
-class ReplayBuffer:
-    """Ring buffer of ``capacity`` positions with uniform sampling."""
+def growing_window(start: int, growth: float, power: float = 0.75) -> "Callable[[int], int]":
+    """KataGo's shuffle window: of ``n`` positions played, the newest ``n`` up to ``start``, then
+    ``start * (1 + growth * ((n / start) ** power - 1) / power)``. It grows by at most ``growth`` a new
+    position (``growth`` <= 1), so a position that has left it never comes back."""
 
-    def __init__(self, capacity: int, variant: Variant):
+    def window(n: int) -> int:
+        return n if n <= start else int(start * (1.0 + growth * ((n / start) ** power - 1.0) / power))
+
+    return window
+
+
+class ReplayBuffer:
+    """Ring buffer of ``capacity`` positions with uniform sampling from its newest ``window(added)``
+    (``window`` None: from all it holds)."""
+
+    def __init__(self, capacity: int, variant: Variant, window: "Callable[[int], int] | None" = None):
         self.capacity = int(capacity)
         self.variant = variant
+        self.window = window
         self.arrays = {k: np.zeros((self.capacity,) + shape, dtype) for k, (shape, dtype) in FIELDS.items()}
         self.size = 0
         self.cursor = 0
@@ -109,6 +127,10 @@ class ReplayBuffer:
 
     def __len__(self) -> int:
         return self.size
+
+    def sampled(self) -> int:
+        """How many of the newest positions ``sample`` draws from."""
+        return self.size if self.window is None else max(1, min(self.size, self.window(self.added)))
 
     def add(self, positions: Positions) -> None:
         n = len(positions)
@@ -138,7 +160,10 @@ class ReplayBuffer:
         """
         if self.size == 0:
             raise ValueError("cannot sample from an empty replay buffer")
-        index = rng.integers(0, self.size, size=batch_size)
+        if self.window is None:
+            index = rng.integers(0, self.size, size=batch_size)
+        else:  # counted back from the newest
+            index = (self.cursor - 1 - rng.integers(0, self.sampled(), size=batch_size)) % self.capacity
         state = self.states(index)
         return TrainingBatch(
             obs=encode(state, layout, inputs),
@@ -165,8 +190,10 @@ class ReplayBuffer:
         )
 
     def to_bytes(self) -> bytes:
-        """The filled part of the buffer, in order of age, as an ``.npz`` blob."""
-        order = (self.cursor - self.size + np.arange(self.size)) % self.capacity
+        """The positions ``sample`` draws from, in order of age, as an ``.npz`` blob (with a growing window
+        the older ones are never drawn again, and a large buffer saves faster without them)."""
+        kept = self.sampled() if self.size else 0
+        order = (self.cursor - kept + np.arange(kept)) % self.capacity
         blob = io.BytesIO()
         arrays = {k: v[order] for k, v in self.arrays.items()}
         # mypy matches **arrays against savez's allow_pickle: bool; no field is named so.

@@ -108,6 +108,7 @@ def test_the_search_constants_are_checked_where_the_config_is_read():
         ("train.replay_capacity=0", "train.replay_capacity must be at least 1, got 0"),
         ("train.min_replay=100000", r"train.min_replay \(100000\) is more than train.replay_capacity \(60000\)"),
         ("train.value_mix=1.5", r"train.value_mix must be in \[0, 1\], got 1.5"),
+        ("train.replay_growth=2", r"train.replay_growth must be 0 \(a fixed window\) or in \(0, 1\], got 2.0"),
         ("train.sample_ratio=0", "train.sample_ratio and train.gate_every_minutes must be positive, got 0.0"),
         ("train.lr=-1e-3", "train.lr must be a finite number >= 0, got -0.001"),
         ("train.keep_checkpoints=0", "train.keep_checkpoints must be at least 1, got 0"),
@@ -128,6 +129,12 @@ def test_the_search_constants_are_checked_where_the_config_is_read():
 def test_a_train_value_the_run_cannot_use_is_refused_by_name(override, message):
     with pytest.raises(ValueError, match=message):
         composed(override)
+
+
+def test_a_growing_window_must_be_able_to_grow():
+    assert composed("train.replay_max=1000").train.replay_max == 1000  # a fixed window ignores it
+    with pytest.raises(ValueError, match=r"train.replay_max \(1000\) is less than train.replay_capacity \(60000\)"):
+        composed("train.replay_growth=0.4", "train.replay_max=1000")
 
 
 def test_stapel_train_says_which_value_is_wrong_without_a_traceback(tmp_path):

@@ -382,6 +382,21 @@ def test_a_run_of_move_planes_trains_and_plays(tmp_path):
     assert wrong.returncode != 0 and "inputs must be one of ['base', 'moves'], got 'rich'" in wrong.stderr
 
 
+def test_a_run_with_a_growing_window_saves_the_window_it_samples(tmp_path):
+    import io
+
+    from stapel_rl.train.replay import growing_window
+
+    run = tmp_path / "run"
+    growth = ["train.replay_capacity=40", "train.replay_growth=0.5", "train.replay_max=100", "train.min_replay=32"]
+    done = run_train(run, "train.iterations=3", *growth)
+    assert done.returncode == 0, done.stderr[-3000:]
+    state = checkpoint.load(checkpoint.list_checkpoints(run / "checkpoints")[-1])
+    with np.load(io.BytesIO(state["replay"])) as saved:
+        added, kept = int(saved["added"]), len(saved["value"])
+    assert added == state["counters"]["positions"] > 100 and kept == min(100, growing_window(40, 0.5)(added)) > 40
+
+
 def test_a_checkpoint_the_run_cannot_start_from_is_named_in_one_line(tmp_path):
     from hydra import compose, initialize_config_dir
 
