@@ -34,12 +34,14 @@ __all__ = [
     "Played",
     "Pool",
     "agent_of",
+    "deaf_to_ctrl_c",
     "in_order",
     "job_process",
     "merge",
     "one_core",
     "play_in_parallel",
     "play_pairs",
+    "starting_deaf_children",
 ]
 
 _AGENTS: "dict[str, Agent]" = {}
@@ -72,6 +74,30 @@ def one_core() -> None:
         sys.modules["torch"].set_num_threads(1)
 
 
+@contextlib.contextmanager
+def starting_deaf_children() -> Iterator[None]:
+    """Processes started inside begin life with SIGINT blocked, until ``deaf_to_ctrl_c`` ignores it.
+
+    Ctrl-C in a terminal reaches the whole process group, and a spawned child takes
+    seconds to import torch before its own set-up can ignore SIGINT: a Ctrl-C in that
+    window would end it with a ``KeyboardInterrupt`` traceback. A signal mask, unlike a
+    handler, is inherited across fork and exec, and the parent loses nothing: a SIGINT
+    arriving meanwhile waits until the block ends (CPython's resource tracker starts the same way).
+    """
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def deaf_to_ctrl_c() -> None:
+    """SIGINT ignored in this process (a worker: the process that started it stops it), and no longer
+    blocked if it was started by ``starting_deaf_children`` (a Ctrl-C pending since is dropped)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+
+
 def job_process(parent: int, finished: "multiprocessing.Queue | None" = None) -> None:
     """A worker's set-up: one core (``one_core``), the queue ``finished`` pairs go to, and an exit once
     the process that started it is gone.
@@ -82,7 +108,7 @@ def job_process(parent: int, finished: "multiprocessing.Queue | None" = None) ->
     global _FINISHED
     one_core()
     # Ctrl-C in a terminal reaches the whole process group: the parent stops its workers (``Pool.close``).
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    deaf_to_ctrl_c()
     if finished is not None:
         # A task's return value holds its pairs too: what the queue has not passed on at exit is not lost.
         finished.cancel_join_thread()
@@ -149,7 +175,7 @@ class Pool:
 
     def map(self, fn: "Callable[..., T]", tasks: "Iterable[tuple]") -> "Iterator[T]":
         """``fn(*task)`` of every task in the workers; the results in the tasks' order."""
-        with DeferredInterrupt():
+        with DeferredInterrupt(), starting_deaf_children():  # a submit may start a worker
             futures = [self.executor.submit(fn, *task) for task in tasks]
         return (self._result(future) for future in futures)
 
@@ -338,7 +364,8 @@ def _play_in(pool: Pool, tasks: "list[tuple]", match: int, advance: "Callable[[P
                 advance(played)
 
     with DeferredInterrupt() as ctrl_c:
-        pending = {pool.executor.submit(play_pairs, *t) for t in tasks}
+        with starting_deaf_children():  # a submit may start a worker
+            pending = {pool.executor.submit(play_pairs, *t) for t in tasks}
         while pending:
             ctrl_c.check()
             receive(0.05)

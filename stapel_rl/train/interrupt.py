@@ -4,7 +4,7 @@ stops it at once (from the last checkpoint saved, as a kill does).
 A run stopped mid-step cannot save: its network may be half-updated. So the
 first SIGINT only sets a flag that the loop reads between iterations (a few
 seconds at most), and the loop saves, closes its workers and raises
-``RunStopped``. The self-play workers ignore SIGINT (``ignore_interrupts``):
+``RunStopped``. The self-play workers ignore SIGINT (``eval.parallel.deaf_to_ctrl_c``):
 Ctrl-C in a terminal reaches the whole process group, and the learner stops
 them itself.
 """
@@ -58,8 +58,3 @@ class StopRequest:
         if self._installed:
             signal.signal(signal.SIGINT, signal.default_int_handler)
             self._installed = False
-
-
-def ignore_interrupts() -> None:
-    """SIGINT ignored in this process (a worker: its learner stops it)."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -27,8 +27,8 @@ import torch
 
 from stapel_rl._malloc import tune_malloc
 from stapel_rl.env import get_variant
+from stapel_rl.eval.parallel import deaf_to_ctrl_c, starting_deaf_children
 from stapel_rl.models import NetworkConfig, NetworkEvaluator, PolicyValueNet
-from stapel_rl.train.interrupt import ignore_interrupts
 from stapel_rl.train.replay import Positions
 from stapel_rl.train.selfplay import GameRecord, SelfPlay, SelfPlayConfig
 
@@ -119,7 +119,7 @@ class WorkerPlay:
 
 def _serve(connection: Connection, spec: WorkerSpec, index: int) -> None:
     """A worker's loop: ``(weights, version, n, simulations)`` -> play ``n`` positions -> send the batch back."""
-    ignore_interrupts()  # Ctrl-C reaches the whole process group: the learner stops the workers
+    deaf_to_ctrl_c()  # Ctrl-C reaches the whole process group: the learner stops the workers
     try:
         worker = WorkerPlay(spec, index)
         while (request := connection.recv()) is not None:
@@ -145,7 +145,8 @@ class SelfPlayWorkers:
             process = context.Process(
                 target=_serve, args=(child, spec, index), name=f"stapel-selfplay-{index}", daemon=True
             )
-            process.start()
+            with starting_deaf_children():  # Ctrl-C while it imports torch would end it with a traceback
+                process.start()
             child.close()
             self.connections.append(parent)
             self.processes.append(process)

@@ -3,7 +3,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import multiprocessing
+import os
+import pathlib
 import signal
+import time
 
 import numpy as np
 import pytest
@@ -12,7 +17,13 @@ from stapel_rl.cli import sprt as sprt_cli
 from stapel_rl.env import get_variant
 from stapel_rl.eval.agents import make_agent
 from stapel_rl.eval.openings import opening_fens
-from stapel_rl.eval.parallel import DeferredInterrupt, Pool, play_in_parallel
+from stapel_rl.eval.parallel import (
+    DeferredInterrupt,
+    Pool,
+    deaf_to_ctrl_c,
+    play_in_parallel,
+    starting_deaf_children,
+)
 from stapel_rl.eval.sprt import SPRT, run_sprt
 
 A, B = "classical:nodes=40", "classical:nodes=90"
@@ -78,3 +89,38 @@ def test_a_process_that_ignores_ctrl_c_keeps_ignoring_it_while_waiting(python_si
         signal.raise_signal(signal.SIGINT)
         assert not ctrl_c.pressed and signal.getsignal(signal.SIGINT) is signal.SIG_IGN
     assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+
+
+def _child_that_starts_slowly(started: str) -> None:
+    """A worker still importing torch when the Ctrl-C comes, then setting itself up."""
+    pathlib.Path(started).touch()
+    time.sleep(1.5)
+    deaf_to_ctrl_c()
+
+
+def _ctrl_c_while_starting(tmp_path: pathlib.Path, deaf: bool) -> "int | None":
+    started = tmp_path / f"started_{deaf}"
+    context = multiprocessing.get_context("spawn")
+    with starting_deaf_children() if deaf else contextlib.nullcontext():
+        child = context.Process(target=_child_that_starts_slowly, args=(str(started),))
+        child.start()
+    while not started.exists():
+        assert child.is_alive(), "the child ended before it ran"
+        time.sleep(0.02)
+    assert child.pid is not None
+    os.kill(child.pid, signal.SIGINT)  # a terminal's Ctrl-C, before the child could ignore it
+    child.join(timeout=30)
+    return child.exitcode
+
+
+def test_a_child_started_deaf_survives_a_ctrl_c_before_its_set_up(tmp_path, python_sigint):
+    assert _ctrl_c_while_starting(tmp_path, deaf=False) == 1  # KeyboardInterrupt, with its traceback
+    assert _ctrl_c_while_starting(tmp_path, deaf=True) == 0
+
+
+def test_a_ctrl_c_while_children_start_reaches_the_parent_after(python_sigint):
+    with pytest.raises(KeyboardInterrupt):
+        with starting_deaf_children():
+            signal.raise_signal(signal.SIGINT)  # held back while children start
+            held = True
+    assert held
