@@ -173,10 +173,15 @@ class Pool:
             jobs, mp_context=context, initializer=job_process, initargs=(os.getpid(), self.finished)
         )
 
+    def submit(self, fn: "Callable[..., T]", tasks: "Iterable[tuple]") -> "list[concurrent.futures.Future[T]]":
+        """``fn(*task)`` of every task queued for the workers, their futures in the tasks' order."""
+        with starting_deaf_children():  # a submit may start a worker
+            return [self.executor.submit(fn, *task) for task in tasks]
+
     def map(self, fn: "Callable[..., T]", tasks: "Iterable[tuple]") -> "Iterator[T]":
         """``fn(*task)`` of every task in the workers; the results in the tasks' order."""
-        with DeferredInterrupt(), starting_deaf_children():  # a submit may start a worker
-            futures = [self.executor.submit(fn, *task) for task in tasks]
+        with DeferredInterrupt():
+            futures = self.submit(fn, tasks)
         return (self._result(future) for future in futures)
 
     @staticmethod
@@ -364,8 +369,7 @@ def _play_in(pool: Pool, tasks: "list[tuple]", match: int, advance: "Callable[[P
                 advance(played)
 
     with DeferredInterrupt() as ctrl_c:
-        with starting_deaf_children():  # a submit may start a worker
-            pending = {pool.executor.submit(play_pairs, *t) for t in tasks}
+        pending = set(pool.submit(play_pairs, tasks))
         while pending:
             ctrl_c.check()
             receive(0.05)
